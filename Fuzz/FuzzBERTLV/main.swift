@@ -1,0 +1,1 @@
+@_cdecl("LLVMFuzzerTestOneInput") public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt { 0 }

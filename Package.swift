@@ -1,0 +1,97 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Every Swift target is built in Swift 6 language mode with complete strict concurrency.
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Proxima",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Proxima", targets: ["Proxima"]),
+        .library(name: "ProximaKernel", targets: ["ProximaKernel"]),
+        .library(name: "ProximaCore", targets: ["ProximaCore"]),
+        .library(name: "ProximaCardEmulator", targets: ["ProximaCardEmulator"]),
+        .executable(name: "proxima", targets: ["proxima"]),
+        .executable(name: "FuzzBERTLV", targets: ["FuzzBERTLV"]),
+        .executable(name: "FuzzAPDU", targets: ["FuzzAPDU"]),
+        .executable(name: "FuzzManifest", targets: ["FuzzManifest"]),
+        .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
+        .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
+    ],
+    targets: [
+        // C libraries, each behind a system-library target (module.modulemap + shim.h only).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPCSCLite", pkgConfig: "libpcsclite", providers: [.apt(["libpcsclite-dev"])]),
+        .systemLibrary(name: "CNFC", pkgConfig: "libnfc", providers: [.apt(["libnfc-dev", "libusb-dev"])]),
+        .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        .target(name: "ProximaCore", swiftSettings: strict),
+        .target(name: "ProximaKernel", dependencies: ["ProximaCore"], swiftSettings: strict),
+        .target(name: "ProximaCardEmulator", dependencies: ["ProximaCore"], swiftSettings: strict),
+        .target(
+            name: "SimulatorTransport",
+            dependencies: ["ProximaCore", "ProximaCardEmulator"],
+            path: "Plugins/Transports/Simulator",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Proxima",
+            dependencies: ["ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "proxima",
+            dependencies: ["Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator"],
+            swiftSettings: strict
+        ),
+
+        // libFuzzer entry points: `swift build --product FuzzX --sanitize fuzzer --sanitize address`.
+        .executableTarget(name: "FuzzBERTLV", dependencies: ["ProximaCore"], path: "Fuzz/FuzzBERTLV"),
+        .executableTarget(name: "FuzzAPDU", dependencies: ["ProximaCore"], path: "Fuzz/FuzzAPDU"),
+        .executableTarget(
+            name: "FuzzManifest",
+            dependencies: ["ProximaCore", "ProximaKernel", "Proxima"],
+            path: "Fuzz/FuzzManifest"
+        ),
+
+        .executableTarget(
+            name: "SchedulerBenchmark",
+            dependencies: ["ProximaCore", "ProximaKernel"],
+            path: "Benchmarks/SchedulerBenchmark",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "ExchangeBenchmark",
+            dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "SimulatorTransport", "ProximaCardEmulator"],
+            path: "Benchmarks/ExchangeBenchmark",
+            swiftSettings: strict
+        ),
+
+        .testTarget(name: "ProximaCoreTests", dependencies: ["ProximaCore"], swiftSettings: strict),
+        .testTarget(
+            name: "ProximaKernelTests",
+            dependencies: ["ProximaCore", "ProximaKernel", "Proxima"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ProximaCardEmulatorTests",
+            dependencies: ["ProximaCore", "ProximaCardEmulator"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SimulatorTests",
+            dependencies: ["ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator", "Proxima"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SystemLibraryTests",
+            dependencies: ["COpenSSL", "CPCSCLite", "CNFC", "CLibUSB", "CSQLite"],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,19 @@
+#ifndef PROXIMA_COPENSSL_SHIM_H
+#define PROXIMA_COPENSSL_SHIM_H
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/err.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/bn.h>
+#include <openssl/kdf.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/pem.h>
+#include <openssl/crypto.h>
+
+/// OpenSSL 3 turned EVP_MD_CTX_size into a macro Swift cannot import.
+static inline int COpenSSL_EVP_MD_CTX_size(const EVP_MD_CTX *c) { return EVP_MD_get_size(EVP_MD_CTX_get0_md(c)); }
+#endif

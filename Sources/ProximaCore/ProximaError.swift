@@ -1,0 +1,84 @@
+/// The error every Proxima module throws: a stable ``code`` that callers and tests compare, and a human
+/// ``reason`` that says what failed, where (reader, lane, JSON path, APDU step) and what to do.
+///
+/// This type is `Equatable` and `Hashable`, but only the ``code`` takes part, so a test can compare a thrown
+/// error against `ProximaError(.readerBusy)`. New codes can be added without breaking callers.
+public struct ProximaError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let code: Code
+    public let reason: String
+    /// The reader the error happened on, when there was one.
+    public let reader: ReaderID?
+    /// The lane of the request, when there was one.
+    public let lane: LaneID?
+
+    public init(_ code: Code, _ reason: String = "", reader: ReaderID? = nil, lane: LaneID? = nil) {
+        self.code = code
+        self.reason = reason
+        self.reader = reader
+        self.lane = lane
+    }
+
+    /// A copy that carries a reader and a lane, keeping what was already set.
+    public func at(reader: ReaderID? = nil, lane: LaneID? = nil) -> ProximaError {
+        ProximaError(code, reason, reader: self.reader ?? reader, lane: self.lane ?? lane)
+    }
+
+    public var description: String {
+        var where_: [String] = []
+        if let lane { where_.append("lane \(lane)") }
+        if let reader { where_.append("reader \(reader)") }
+        let location = where_.isEmpty ? "" : " [\(where_.joined(separator: ", "))]"
+        return reason.isEmpty ? "\(code)\(location)" : "\(code)\(location): \(reason)"
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// A stable error code. Compare codes, never reasons.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Backing: String, Hashable, Sendable {
+            case malformedData, invalidArgument, invalidManifest
+            case readerBusy, deadlineExceeded, cancelled, noSuchLane, noSuchReader, readerUnavailable
+            case readerVanished, readerFaulted, cardRemoved, cardTimeout, transmitFailed
+            case pluginFailed, shuttingDown, unsupported
+        }
+        private let backing: Backing
+        private init(_ backing: Backing) { self.backing = backing }
+        public var description: String { backing.rawValue }
+
+        /// Bytes from outside (a card, a file, a process) that do not parse: the reason names what and where.
+        public static let malformedData = Code(.malformedData)
+        /// A caller passed a value out of range.
+        public static let invalidArgument = Code(.invalidArgument)
+        /// The manifest is broken; the reason names the JSON path and what was expected.
+        public static let invalidManifest = Code(.invalidManifest)
+        /// Every reader of the lane is busy and the lane's queue policy is fail-fast.
+        public static let readerBusy = Code(.readerBusy)
+        /// The request's deadline passed before it was served or finished.
+        public static let deadlineExceeded = Code(.deadlineExceeded)
+        /// The request was cancelled by its caller.
+        public static let cancelled = Code(.cancelled)
+        /// The request named a lane the manifest does not declare.
+        public static let noSuchLane = Code(.noSuchLane)
+        /// The request named a reader the kernel does not know.
+        public static let noSuchReader = Code(.noSuchReader)
+        /// No reader that can serve the lane is present and healthy.
+        public static let readerUnavailable = Code(.readerUnavailable)
+        /// The reader disappeared (unplugged, daemon gone) while in use.
+        public static let readerVanished = Code(.readerVanished)
+        /// The reader reported a fault; it left rotation until it recovers.
+        public static let readerFaulted = Code(.readerFaulted)
+        /// The card left the field during the exchange; tap again.
+        public static let cardRemoved = Code(.cardRemoved)
+        /// The card did not answer within the frame waiting time.
+        public static let cardTimeout = Code(.cardTimeout)
+        /// The transport could not exchange the APDU (link error).
+        public static let transmitFailed = Code(.transmitFailed)
+        /// A plugin failed to start or crashed.
+        public static let pluginFailed = Code(.pluginFailed)
+        /// The kernel is stopping; the request was not served.
+        public static let shuttingDown = Code(.shuttingDown)
+        /// The card, reader or request is not supported.
+        public static let unsupported = Code(.unsupported)
+    }
+}
