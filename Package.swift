@@ -39,13 +39,21 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "IdentityCapability",
+            dependencies: ["ProximaCore"],
+            path: "Plugins/Capabilities/Identity",
+            swiftSettings: strict
+        ),
+        .target(
             name: "Proxima",
-            dependencies: ["ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator"],
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator", "IdentityCapability",
+            ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "proxima",
-            dependencies: ["Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator"],
+            dependencies: ["Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability"],
             swiftSettings: strict
         ),
 
@@ -85,6 +93,11 @@ let package = Package(
         .testTarget(
             name: "SimulatorTests",
             dependencies: ["ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator", "Proxima"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "IdentityCapabilityTests",
+            dependencies: ["ProximaCore", "IdentityCapability"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -341,3 +341,58 @@ private struct JSONParser {
         return .number(d)
     }
 }
+
+// MARK: - Writing
+
+extension JSONValue {
+    /// Compact JSON text (RFC 8259), members in their stored order.
+    public var jsonText: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    private func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .integer(let i): out += String(i)
+        case .number(let d): out += "\(d)"
+        case .string(let s): JSONValue.writeString(s, to: &out)
+        case .array(let elements):
+            out += "["
+            for (i, e) in elements.enumerated() {
+                if i > 0 { out += "," }
+                e.write(to: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (i, m) in members.enumerated() {
+                if i > 0 { out += "," }
+                JSONValue.writeString(m.key, to: &out)
+                out += ":"
+                m.value.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    private static func writeString(_ s: String, to out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let c where c.value < 0x20:
+                let hex = String(c.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+}

@@ -128,10 +128,13 @@ public struct TapContext: Sendable {
     public var reader: ReaderID
     /// A kernel-unique id of this tap, for logs and events.
     public var tapID: UInt64
-    public init(lane: LaneID, reader: ReaderID, tapID: UInt64) {
+    /// How long the request waited in its lane's queue for a reader.
+    public var queueWait: Duration
+    public init(lane: LaneID, reader: ReaderID, tapID: UInt64, queueWait: Duration = .zero) {
         self.lane = lane
         self.reader = reader
         self.tapID = tapID
+        self.queueWait = queueWait
     }
 }
 

@@ -1,0 +1,48 @@
+# Proxima — the two commands that matter: `make demo` and `make test`. See README.md.
+SWIFT ?= swift
+# The swift-format the toolchain ships; CI lints with --strict.
+SWIFT_FORMAT ?= $(SWIFT) format
+WERROR := -Xswiftc -warnings-as-errors
+FUZZ_SECONDS ?= 20
+FUZZ_TARGETS := FuzzBERTLV FuzzAPDU FuzzManifest
+SWIFT_SOURCES := Package.swift Sources Plugins Tests Benchmarks Fuzz
+
+.PHONY: all deps test-deps build demo test lint format bench fuzz clean
+
+all: build
+
+deps:
+	@scripts/ensure-deps.sh build
+
+test-deps:
+	@scripts/ensure-deps.sh test
+
+build: deps
+	$(SWIFT) build $(WERROR)
+
+## The main job on the embedded default manifest: simulated readers and cards, every capability.
+demo: deps
+	$(SWIFT) build -c release --product proxima
+	.build/release/proxima demo --config Config/proxima.json
+
+## The whole test suite: builds with warnings as errors, starts what the tests need, runs every test.
+test: test-deps
+	$(SWIFT) build --build-tests $(WERROR)
+	scripts/with-test-services.sh $(SWIFT) test --skip-build
+
+lint:
+	$(SWIFT_FORMAT) lint --strict --recursive --configuration .swift-format $(SWIFT_SOURCES)
+
+format:
+	$(SWIFT_FORMAT) format --in-place --recursive --configuration .swift-format $(SWIFT_SOURCES)
+
+## Benchmarks print ratios against a baseline measured in the same process.
+bench: deps
+	Benchmarks/run.sh
+
+## libFuzzer smoke run of every parser of outside bytes ($(FUZZ_SECONDS) s each).
+fuzz: deps
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+clean:
+	rm -rf .build .build-fuzz
