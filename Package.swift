@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ProximaKernel", targets: ["ProximaKernel"]),
         .library(name: "ProximaCore", targets: ["ProximaCore"]),
         .library(name: "ProximaCardEmulator", targets: ["ProximaCardEmulator"]),
+        .library(name: "ProximaCrypto", targets: ["ProximaCrypto"]),
         .executable(name: "proxima", targets: ["proxima"]),
         .executable(name: "FuzzBERTLV", targets: ["FuzzBERTLV"]),
         .executable(name: "FuzzAPDU", targets: ["FuzzAPDU"]),
@@ -31,11 +32,18 @@ let package = Package(
 
         .target(name: "ProximaCore", swiftSettings: strict),
         .target(name: "ProximaKernel", dependencies: ["ProximaCore"], swiftSettings: strict),
+        .target(name: "ProximaCrypto", dependencies: ["ProximaCore", "COpenSSL"], swiftSettings: strict),
         .target(name: "ProximaCardEmulator", dependencies: ["ProximaCore"], swiftSettings: strict),
         .target(
             name: "SimulatorTransport",
             dependencies: ["ProximaCore", "ProximaCardEmulator"],
             path: "Plugins/Transports/Simulator",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "PCSCTransport",
+            dependencies: ["ProximaCore", "CPCSCLite"],
+            path: "Plugins/Transports/PCSC",
             swiftSettings: strict
         ),
         .target(
@@ -98,6 +106,17 @@ let package = Package(
         .testTarget(
             name: "IdentityCapabilityTests",
             dependencies: ["ProximaCore", "IdentityCapability"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "ProximaCryptoTests", dependencies: ["ProximaCore", "ProximaCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "PCSCTransportTests",
+            dependencies: ["ProximaCore", "PCSCTransport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator"],
             swiftSettings: strict
         ),
         .testTarget(

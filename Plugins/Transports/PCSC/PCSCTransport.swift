@@ -1,0 +1,1 @@
+// PC/SC transport.

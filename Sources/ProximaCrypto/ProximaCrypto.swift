@@ -1,0 +1,1 @@
+// OpenSSL-backed crypto.
