@@ -5,7 +5,8 @@ set -euo pipefail
 seconds=$1
 shift
 for target in "$@"; do
-    swift build --product "$target" --sanitize fuzzer --sanitize address --build-path .build-fuzz 2>&1 \
+    swift build --product "$target" --sanitize fuzzer --sanitize address -Xswiftc -sanitize=fuzzer,address \
+        --build-path .build-fuzz 2>&1 \
         | grep -v 'prohibited flag' | tail -n 3
 done
 mkdir -p Fuzz/artifacts

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every benchmark in release mode. Each prints its figures as ratios against a baseline measured in the
+# same process, because machines here are noisy (2 shared cores): compare ratios, not absolute times.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift build -c release --product SchedulerBenchmark --product ExchangeBenchmark --product proxima 2>&1 \
+    | grep -v 'prohibited flag' | tail -n 2
+echo "== Scheduler: lease + release cycles, 64 readers, 16 lanes, 1,000 requesters"
+.build/release/SchedulerBenchmark
+echo
+echo "== Kernel overhead per APDU exchange on the simulator, air time off"
+.build/release/ExchangeBenchmark
+echo
+echo "== Peak memory of 'proxima demo --lanes 16 --readers 64'"
+/usr/bin/time -v .build/release/proxima demo --config Config/proxima.json --lanes 16 --readers 64 --taps 640 \
+    --arrival-ms 20 >/dev/null 2>/tmp/proxima-demo-time.txt || { cat /tmp/proxima-demo-time.txt; exit 1; }
+grep -E 'Maximum resident set size|Elapsed' /tmp/proxima-demo-time.txt
