@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "ProximaCore", swiftSettings: strict),
         .target(name: "ProximaKernel", dependencies: ["ProximaCore"], swiftSettings: strict),
         .target(name: "ProximaCrypto", dependencies: ["ProximaCore", "COpenSSL"], swiftSettings: strict),
-        .target(name: "ProximaCardEmulator", dependencies: ["ProximaCore"], swiftSettings: strict),
+        .target(name: "ProximaCardEmulator", dependencies: ["ProximaCore", "ProximaCrypto"], swiftSettings: strict),
         .target(
             name: "SimulatorTransport",
             dependencies: ["ProximaCore", "ProximaCardEmulator"],
@@ -44,6 +44,12 @@ let package = Package(
             name: "PCSCTransport",
             dependencies: ["ProximaCore", "CPCSCLite"],
             path: "Plugins/Transports/PCSC",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "PaymentCapability",
+            dependencies: ["ProximaCore"],
+            path: "Plugins/Capabilities/Payment",
             swiftSettings: strict
         ),
         .target(
@@ -101,6 +107,11 @@ let package = Package(
         .testTarget(
             name: "SimulatorTests",
             dependencies: ["ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator", "Proxima"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PaymentCapabilityTests",
+            dependencies: ["ProximaCore", "PaymentCapability", "ProximaCardEmulator", "ProximaCrypto"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,0 +1,1 @@
+// EMV contactless payment capability.
