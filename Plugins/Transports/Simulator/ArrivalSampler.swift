@@ -1,5 +1,5 @@
 internal import Foundation
-import ProximaCore
+internal import ProximaCore
 
 /// Draws the delays until the next card arrives on one reader, per its ``SimulatorConfiguration/Arrival``.
 struct ArrivalSampler: Sendable {
