@@ -1,0 +1,36 @@
+import ProximaCore
+public import ProximaKernel
+import SimulatorTransport
+
+/// The plugin types compiled into Proxima, registered in code: the manifest's `type` picks one.
+///
+/// A new built-in transport or capability adds one `register` line here. Third-party drivers do not link in;
+/// they run out of process (the `External` transport).
+public enum BuiltinPlugins {
+    /// Every built-in transport and capability type.
+    public static let registry: PluginRegistry = {
+        var registry = PluginRegistry()
+        registry.register(
+            TransportType(name: "simulator", summary: "in-process virtual readers and cards") { context in
+                let configuration = try SimulatorConfiguration(
+                    json: context.configuration,
+                    path: context.configurationPath,
+                    baseDirectory: context.baseDirectory
+                )
+                let clock = context.clock
+                let time = SimulatorTime(now: { clock.now }, sleepUntil: { try await clock.sleep(until: $0) })
+                return SimulatorTransport(id: context.id, configuration: configuration, time: time)
+            }
+        )
+        registry.register(
+            CapabilityType(id: "identity", summary: "card identity: technology, UID length, PPSE applications") {
+                settings,
+                path,
+                _ in
+                // No settings yet; an empty object keeps the key explicit so a typo is still caught.
+                try StrictObject(settings, at: path).finish()
+            }
+        )
+        return registry
+    }()
+}

@@ -1,1 +1,0 @@
-// Placeholder: the Apple-shaped API lands with the payment issue; built-in plugin registration lives here.
