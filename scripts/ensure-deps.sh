@@ -23,10 +23,12 @@ fi
 if [ "$mode" = test ]; then
     # Python peers used by tests to cross-check our output (schema validation now; crypto peers later).
     py_missing=()
-    for m in jsonschema; do
+    for m in jsonschema cryptography pyhpke jwt; do
         python3 -c "import $m" 2>/dev/null || py_missing+=("$m")
     done
     if [ ${#py_missing[@]} -gt 0 ]; then
+        # Module names differ from PyPI names for pyjwt.
+        py_missing=("${py_missing[@]/#jwt/pyjwt[crypto]}")
         echo "ensure-deps: installing Python packages: ${py_missing[*]}"
         python3 -m pip install -q "${py_missing[@]}" 2>/dev/null \
             || python3 -m pip install -q --break-system-packages "${py_missing[@]}"

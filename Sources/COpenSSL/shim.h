@@ -16,4 +16,8 @@
 
 /// OpenSSL 3 turned EVP_MD_CTX_size into a macro Swift cannot import.
 static inline int COpenSSL_EVP_MD_CTX_size(const EVP_MD_CTX *c) { return EVP_MD_get_size(EVP_MD_CTX_get0_md(c)); }
+
+/// EVP_PKEY_fromdata selections: OR-ed macros of other macros, which Swift does not import.
+static inline int COpenSSL_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
+static inline int COpenSSL_EVP_PKEY_KEYPAIR(void) { return EVP_PKEY_KEYPAIR; }
 #endif

@@ -1,1 +1,0 @@
-// OpenSSL-backed crypto.
