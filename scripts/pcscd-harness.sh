@@ -41,8 +41,8 @@ command -v pcscd >/dev/null || { echo "pcscd-harness: pcscd is not installed (ap
 [[ -e $driver ]] || { echo "pcscd-harness: $driver is missing (apt-get install vsmartcard-vpcd)" >&2; exit 69; }
 
 if [[ -e $socket ]]; then
-    other=$(cat "$pidfile" 2>/dev/null || true)
-    if [[ -n $other ]] && kill -0 "$other" 2>/dev/null; then
+    other=$(tr -cd '0-9' <"$pidfile" 2>/dev/null || true)
+    if [[ -n $other ]] && [[ -d /proc/$other && $(awk '{print $3}' "/proc/$other/stat" 2>/dev/null) != Z ]]; then
         echo "pcscd-harness: a pcscd this script did not start (PID $other) already serves $socket." >&2
         echo "pcscd-harness: stop it first (systemctl stop pcscd.socket pcscd.service, or kill $other)." >&2
         exit 75
@@ -63,18 +63,28 @@ our_pcscds() {
     done
 }
 
+# Running and not a zombie (a zombie still answers kill -0 until its new parent reaps it).
+alive() {
+    [[ -d /proc/$1 && $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]
+}
+
 stop_pcscd() {
-    local pids pid tries
+    local pids pid tries owner
     pids="$pcscd_pid $(our_pcscds)"
+    owner=$(tr -cd '0-9' <"$pidfile" 2>/dev/null || true)
     for pid in $pids; do kill -TERM "$pid" 2>/dev/null || true; done
     for pid in $pids; do
         tries=0
-        while kill -0 "$pid" 2>/dev/null && ((tries < 50)); do
+        while alive "$pid" && ((tries < 50)); do
             sleep 0.1
             tries=$((tries + 1))
         done
         kill -KILL "$pid" 2>/dev/null || true
     done
+    # A pcscd that had to be killed leaves its socket and PID file behind; remove them when they were ours.
+    if [[ -n $owner ]] && [[ " $pids " == *" $owner "* ]] && ! alive "$owner"; then
+        rm -f "$socket" "$pidfile"
+    fi
 }
 
 cleanup() {

@@ -1,0 +1,320 @@
+internal import CPCSCLite
+public import ProximaCore
+internal import Synchronization
+
+/// A connection to the card on one PC/SC reader: a pcsc-lite context of its own, a card handle, and a PC/SC
+/// transaction held from connect to ``close()``.
+///
+/// **Threads.** Every pcsc-lite call of the connection runs on its reader's serial queue, off Swift's cooperative
+/// pool: ``transmit(_:)`` is one hop there (``PCSCCardSession`` is an actor whose executor is that queue), one
+/// `SCardTransmit` with the PCI of the protocol the card negotiated, and the hop back. The answer is read into a
+/// `MAX_BUFFER_SIZE_EXTENDED` buffer the connection keeps, and copied out once.
+///
+/// **Extended length** follows ``PCSCConfiguration/extendedLength``. With `auto`, the connection starts out
+/// reporting ``supportsExtendedLength`` `true`; when its *first* extended APDU is refused, either with a PC/SC
+/// error that says the reader could not take it (`SCARD_E_NOT_TRANSACTED`, `SCARD_E_INSUFFICIENT_BUFFER`,
+/// `SCARD_E_INVALID_PARAMETER`, `SCARD_E_INVALID_VALUE`, `SCARD_E_UNSUPPORTED_FEATURE`) or with `6700` (wrong
+/// length), the connection turns short-only for good: it sends that command again in short form (Le capped at 256,
+/// a data field over 255 bytes as an ISO/IEC 7816-4 command chain) and returns that answer, and from then on
+/// reports ``supportsExtendedLength`` `false`, so ``ProximaCore/CardChannel/transceive(_:options:)`` chains and uses
+/// GET RESPONSE itself. A later extended APDU sent with ``transmit(_:)`` directly throws `unsupported`, as on a
+/// reader configured `never`.
+///
+/// **Errors** are `ProximaError`s mapped from ``PCSCStatus`` (``PCSCStatus/errorCode``) and name the reader and
+/// the pcsc-lite call. A transmit that fails with a status that maps to `transmitFailed` asks `SCardStatus` whether
+/// the card was removed meanwhile, and reports `cardRemoved` if so. After ``close()`` transmits throw
+/// `transmitFailed`.
+public final class PCSCCardChannel: CardChannel {
+    public let reader: ReaderID
+    /// The reader's PC/SC name.
+    public let readerName: String
+    public let atr: [UInt8]
+    /// Always empty: PC/SC readers do not report the ATS in a portable way.
+    public let ats: [UInt8]
+    /// From the PC/SC Part 3 pseudo-APDU GET DATA `FF CA 00 00 00`, sent once after connecting; empty when the
+    /// reader or card refused it.
+    public let uid: [UInt8]
+    /// From the (pseudo-)ATR; see ``PseudoATR``.
+    public let technology: CardTechnology
+
+    private let session: PCSCCardSession
+    private let extendedLength: Atomic<Bool>
+    /// `true` until the first extended APDU of an `auto` connection has been sent.
+    private let probingExtendedLength: Atomic<Bool>
+    private let closed = Atomic<Bool>(false)
+
+    public var supportsExtendedLength: Bool { extendedLength.load(ordering: .relaxed) }
+
+    public var maximumCommandLength: Int {
+        supportsExtendedLength ? PCSC.maximumExtendedCommandLength : PCSC.maximumShortCommandLength
+    }
+
+    init(
+        reader: ReaderID,
+        readerName: String,
+        opened: PCSCOpenedCard,
+        queue: PCSCQueue,
+        extendedLength: PCSCConfiguration.ExtendedLength
+    ) {
+        self.reader = reader
+        self.readerName = readerName
+        atr = opened.atr
+        ats = []
+        uid = opened.uid
+        technology = PseudoATR.technology(forATR: opened.atr)
+        session = PCSCCardSession(opened: opened, queue: queue)
+        self.extendedLength = Atomic(extendedLength != .never)
+        probingExtendedLength = Atomic(extendedLength == .auto)
+    }
+
+    public func transmit(_ command: CommandAPDU) async throws -> ResponseAPDU {
+        guard !closed.load(ordering: .relaxed) else {
+            throw ProximaError(
+                .transmitFailed,
+                "transmit on '\(readerName)' after the channel was closed",
+                reader: reader
+            )
+        }
+        guard command.isExtended else { return try await send(command.bytes) }
+        guard supportsExtendedLength else {
+            throw ProximaError(
+                .unsupported,
+                "reader '\(readerName)' takes short APDUs only; send \(command) with transceive, which chains it",
+                reader: reader
+            )
+        }
+        // Only the first extended APDU of the connection probes; exchange makes that true for one caller only.
+        guard probingExtendedLength.exchange(false, ordering: .relaxed) else { return try await send(command.bytes) }
+        let response: ResponseAPDU
+        do {
+            response = try await session.transmit(command.bytes)
+        } catch let status as PCSCStatus where status.meansExtendedLengthRefused {
+            return try await fallBackToShort(command)
+        } catch {
+            throw mapped(error)
+        }
+        if response.status == .wrongLength { return try await fallBackToShort(command) }
+        return response
+    }
+
+    public func close() async {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        await session.close()
+    }
+
+    private func send(_ bytes: [UInt8]) async throws -> ResponseAPDU {
+        do {
+            return try await session.transmit(bytes)
+        } catch {
+            throw mapped(error)
+        }
+    }
+
+    private func mapped(_ error: any Error) -> any Error {
+        if let status = error as? PCSCStatus {
+            return status.proximaError(step: "SCardTransmit", readerName: readerName, reader: reader)
+        }
+        if let error = error as? ProximaError { return error.at(reader: reader) }
+        return error
+    }
+
+    /// Marks the connection short-only and sends `command` again as short APDUs (ISO/IEC 7816-4 §5.1.1.1).
+    private func fallBackToShort(_ command: CommandAPDU) async throws -> ResponseAPDU {
+        extendedLength.store(false, ordering: .relaxed)
+        var command = command
+        if let expected = command.expectedLength, expected > CommandAPDU.maxShortExpected {
+            command.expectedLength = CommandAPDU.maxShortExpected
+        }
+        var start = 0
+        repeat {
+            let end = min(start + CommandAPDU.maxShortData, command.data.count)
+            let isLast = end == command.data.count
+            let segment = try CommandAPDU(
+                cla: isLast ? command.cla : command.cla | 0x10,
+                ins: command.ins,
+                p1: command.p1,
+                p2: command.p2,
+                data: Array(command.data[start..<end]),
+                expectedLength: isLast ? command.expectedLength : nil
+            )
+            let response = try await send(segment.bytes)
+            if isLast || response.status != .success { return response }
+            start = end
+        } while true
+    }
+}
+
+extension PCSCStatus {
+    /// Statuses with which a reader refuses an APDU it cannot take (as opposed to a card or link problem).
+    var meansExtendedLengthRefused: Bool {
+        switch self {
+        case .notTransacted, .insufficientBuffer, .invalidParameter, .invalidValue, .unsupportedFeature: true
+        default: false
+        }
+    }
+}
+
+/// What ``PCSCConnector/open(readerName:shareMode:)`` returns: plain values, so they can cross from the queue.
+struct PCSCOpenedCard: Sendable {
+    var context: SCARDCONTEXT
+    var card: SCARDHANDLE
+    var activeProtocol: DWORD
+    var atr: [UInt8]
+    var uid: [UInt8]
+}
+
+/// A pcsc-lite call that failed, and how.
+struct PCSCStepFailure: Error, Sendable {
+    var step: String
+    var status: PCSCStatus
+}
+
+/// Opening and closing connections; blocking, so only ever called on a reader's queue.
+enum PCSCConnector {
+    /// A context of its own (pcsc-lite serialises the calls of one context, so connections on different readers
+    /// never wait for each other), `SCardConnect` (T=0 or T=1), `SCardBeginTransaction`, `SCardStatus` for the ATR,
+    /// and GET DATA `FF CA 00 00 00` for the UID.
+    static func open(readerName: String, shareMode: DWORD) -> Result<PCSCOpenedCard, PCSCStepFailure> {
+        var context = SCARDCONTEXT(0)
+        var status = PCSCStatus(SCardEstablishContext(PCSC.scopeSystem, nil, nil, &context))
+        guard status.isSuccess else { return .failure(PCSCStepFailure(step: "SCardEstablishContext", status: status)) }
+        var card = SCARDHANDLE(0)
+        var activeProtocol = DWORD(0)
+        status = PCSCStatus(
+            SCardConnect(context, readerName, shareMode, PCSC.protocolT0 | PCSC.protocolT1, &card, &activeProtocol)
+        )
+        guard status.isSuccess else {
+            _ = SCardReleaseContext(context)
+            return .failure(PCSCStepFailure(step: "SCardConnect", status: status))
+        }
+        status = PCSCStatus(SCardBeginTransaction(card))
+        guard status.isSuccess else {
+            _ = SCardDisconnect(card, PCSC.leaveCard)
+            _ = SCardReleaseContext(context)
+            return .failure(PCSCStepFailure(step: "SCardBeginTransaction", status: status))
+        }
+        var opened = PCSCOpenedCard(context: context, card: card, activeProtocol: activeProtocol, atr: [], uid: [])
+        switch cardStatus(card) {
+        case .success(let atr):
+            opened.atr = atr
+        case .failure(let status):
+            close(opened)
+            return .failure(PCSCStepFailure(step: "SCardStatus", status: status))
+        }
+        opened.uid = readUID(card: card, activeProtocol: activeProtocol)
+        return .success(opened)
+    }
+
+    /// Ends the transaction, disconnects (leaving the card as it is) and releases the context; errors are moot.
+    static func close(_ opened: PCSCOpenedCard) {
+        _ = SCardEndTransaction(opened.card, PCSC.leaveCard)
+        _ = SCardDisconnect(opened.card, PCSC.leaveCard)
+        _ = SCardReleaseContext(opened.context)
+    }
+
+    /// `SCardStatus`: the ATR, or the status that says why there is none.
+    static func cardStatus(_ card: SCARDHANDLE) -> Result<[UInt8], PCSCStatus> {
+        var name = [CChar](repeating: 0, count: 512)
+        var nameLength = DWORD(name.count)
+        var readerState = DWORD(0)
+        var activeProtocol = DWORD(0)
+        var atr = [UInt8](repeating: 0, count: Int(MAX_ATR_SIZE))
+        var atrLength = DWORD(atr.count)
+        let status = PCSCStatus(
+            SCardStatus(card, &name, &nameLength, &readerState, &activeProtocol, &atr, &atrLength)
+        )
+        guard status.isSuccess else { return .failure(status) }
+        return .success(Array(atr.prefix(Int(min(atrLength, DWORD(atr.count))))))
+    }
+
+    /// PC/SC Part 3 §3.2.2.1.3 GET DATA with P1 `00`: the card's UID (or PUPI, IDm), `[]` when refused.
+    private static func readUID(card: SCARDHANDLE, activeProtocol: DWORD) -> [UInt8] {
+        let command: [UInt8] = [0xFF, 0xCA, 0x00, 0x00, 0x00]
+        var answer = [UInt8](repeating: 0, count: 258)
+        var length = DWORD(answer.count)
+        let status = PCSCStatus(
+            SCardTransmit(card, pci(for: activeProtocol), command, DWORD(command.count), nil, &answer, &length)
+        )
+        let count = Int(min(length, DWORD(answer.count)))
+        guard status.isSuccess, count >= 2, answer[count - 2] == 0x90, answer[count - 1] == 0x00 else { return [] }
+        return Array(answer[..<(count - 2)])
+    }
+
+    /// The send PCI of the negotiated protocol.
+    static func pci(for activeProtocol: DWORD) -> UnsafePointer<SCARD_IO_REQUEST> {
+        switch activeProtocol {
+        case PCSC.protocolT0: cpcsc_pci_t0()
+        case PCSC.protocolRaw: cpcsc_pci_raw()
+        default: cpcsc_pci_t1()
+        }
+    }
+}
+
+/// The pcsc-lite state of one connection, isolated to its reader's queue (the actor's executor).
+actor PCSCCardSession {
+    private let executor: PCSCQueue
+    private let context: SCARDCONTEXT
+    private let card: SCARDHANDLE
+    private let activeProtocol: DWORD
+    private var receiveBuffer: [UInt8]
+    private var isOpen = true
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    init(opened: PCSCOpenedCard, queue: PCSCQueue) {
+        executor = queue
+        context = opened.context
+        card = opened.card
+        activeProtocol = opened.activeProtocol
+        receiveBuffer = [UInt8](repeating: 0, count: PCSC.maximumBufferSizeExtended)
+    }
+
+    deinit {
+        // A channel dropped without close(): release the connection on its queue, never on the caller's thread.
+        guard isOpen else { return }
+        let opened = PCSCOpenedCard(context: context, card: card, activeProtocol: activeProtocol, atr: [], uid: [])
+        executor.queue.async { PCSCConnector.close(opened) }
+    }
+
+    /// One `SCardTransmit`.
+    ///
+    /// - Throws: the ``PCSCStatus`` of a failed call (`SCARD_W_REMOVED_CARD` when `SCardStatus` says the card left
+    ///   after a failure that does not say so itself); `ProximaError.malformedData` for an answer shorter than a
+    ///   status word.
+    func transmit(_ command: [UInt8]) throws -> ResponseAPDU {
+        guard isOpen else { throw PCSCStatus.invalidHandle }
+        var received = DWORD(receiveBuffer.count)
+        let pci = PCSCConnector.pci(for: activeProtocol)
+        let card = card
+        let status = command.withUnsafeBufferPointer { send in
+            receiveBuffer.withUnsafeMutableBufferPointer { receive in
+                PCSCStatus(
+                    SCardTransmit(card, pci, send.baseAddress, DWORD(send.count), nil, receive.baseAddress, &received)
+                )
+            }
+        }
+        guard status.isSuccess else {
+            if status.errorCode == .transmitFailed, case .failure(.removedCard) = PCSCConnector.cardStatus(card) {
+                throw PCSCStatus.removedCard
+            }
+            throw status
+        }
+        let count = Int(min(received, DWORD(receiveBuffer.count)))
+        guard count >= 2 else {
+            throw ProximaError(.malformedData, "the card answered with \(count) bytes, no status word")
+        }
+        return ResponseAPDU(
+            data: Array(receiveBuffer[..<(count - 2)]),
+            status: StatusWord(receiveBuffer[count - 2], receiveBuffer[count - 1])
+        )
+    }
+
+    /// `SCardEndTransaction` and `SCardDisconnect`, both leaving the card as it is, then `SCardReleaseContext`.
+    func close() {
+        guard isOpen else { return }
+        isOpen = false
+        PCSCConnector.close(
+            PCSCOpenedCard(context: context, card: card, activeProtocol: activeProtocol, atr: [], uid: [])
+        )
+    }
+}

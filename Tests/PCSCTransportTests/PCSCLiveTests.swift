@@ -1,0 +1,418 @@
+import Foundation
+import ProximaCore
+import Synchronization
+import Testing
+
+@testable import PCSCTransport
+
+/// Where the live tests find pcscd and its vpcd readers (set by `scripts/pcscd-harness.sh`).
+enum LivePCSC {
+    static let environment = ProcessInfo.processInfo.environment
+
+    /// pcscd is serving and the harness said so: `PROXIMA_PCSCD=1` and `/run/pcscd/pcscd.comm` exists.
+    static let isAvailable =
+        environment["PROXIMA_PCSCD"] == "1" && FileManager.default.fileExists(atPath: "/run/pcscd/pcscd.comm")
+
+    /// The restart test stops pcscd, so it runs only when asked (`PROXIMA_PCSCD_RESTART_TEST=1`) under the harness.
+    static let canRestart =
+        isAvailable && environment["PROXIMA_PCSCD_RESTART_TEST"] == "1"
+        && environment["PROXIMA_PCSCD_CONFIG_DIR"] != nil
+
+    static let readers: [(name: String, port: UInt16)] = {
+        let names = environment["PROXIMA_VPCD_READERS"]?.split(separator: ",").map(String.init)
+        let ports = environment["PROXIMA_VPCD_PORTS"]?.split(separator: ",").compactMap { UInt16($0) }
+        guard let names, let ports, names.count == ports.count, names.count >= 2 else {
+            return [("Virtual PCD 00 00", 35963), ("Virtual PCD 00 01", 35964)]
+        }
+        return Array(zip(names, ports))
+    }()
+
+    static let uid: [UInt8] = [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6]
+    /// A PC/SC Part 3 pseudo-ATR of an ISO/IEC 14443-4 Type A card without historical bytes.
+    static let atr: [UInt8] = [0x3B, 0x80, 0x80, 0x01, 0x01]
+    static let selectVisa: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x07, 0xA0, 0x00, 0x00, 0x00, 0x03, 0x10, 0x10, 0x00]
+    static let selectAnswer: [UInt8] = [0x6F, 0x09, 0x84, 0x07, 0xA0, 0x00, 0x00, 0x00, 0x03, 0x10, 0x10, 0x90, 0x00]
+
+    /// The scripted card: GET DATA UID, SELECT Visa, and `6700` for any extended APDU but chained short ones.
+    static func answer(_ command: [UInt8]) -> [UInt8] {
+        if command == [0xFF, 0xCA, 0x00, 0x00, 0x00] { return uid + [0x90, 0x00] }
+        if command == selectVisa { return selectAnswer }
+        let isExtended = command.count > 5 && command[4] == 0x00
+        if isExtended { return [0x67, 0x00] }
+        if command.count > 4 && command[1] == 0xDA {
+            // PUT DATA: a chunk with the chaining bit gets 9000, the last chunk echoes the byte count it carried.
+            return command[0] & 0x10 != 0 ? [0x90, 0x00] : [UInt8(command.count - 5), 0x90, 0x00]
+        }
+        return [0x6D, 0x00]
+    }
+}
+
+/// Records a transport's events and lets a test wait for the next one that matches.
+actor EventLog {
+    private var events: [ReaderEvent] = []
+    private var finished = false
+    private var waiters: [Int: (from: Int, predicate: @Sendable (ReaderEvent) -> Bool, continuation: Continuation)] =
+        [:]
+    private var nextWaiter = 0
+    private typealias Continuation = CheckedContinuation<Int, any Error>
+
+    struct Timeout: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    var count: Int { events.count }
+    var all: [ReaderEvent] { events }
+    var isFinished: Bool { finished }
+
+    func append(_ event: ReaderEvent) {
+        events.append(event)
+        for (key, waiter) in waiters where waiter.predicate(event) && events.count - 1 >= waiter.from {
+            waiters[key] = nil
+            waiter.continuation.resume(returning: events.count - 1)
+        }
+    }
+
+    func finish() {
+        finished = true
+        for waiter in waiters.values { waiter.continuation.resume(throwing: Timeout(description: "events finished")) }
+        waiters = [:]
+    }
+
+    /// The index of the first event at or after `from` that matches, waiting for it up to `timeout`.
+    func index(
+        from: Int = 0,
+        within timeout: Duration = .seconds(10),
+        where predicate: @escaping @Sendable (ReaderEvent) -> Bool
+    ) async throws -> Int {
+        if let index = events.indices.first(where: { $0 >= from && predicate(events[$0]) }) { return index }
+        if finished { throw Timeout(description: "events finished before a match") }
+        nextWaiter += 1
+        let key = nextWaiter
+        return try await withThrowingTaskGroup(of: Int?.self) { group in
+            group.addTask {
+                try await self.wait(key: key, from: from, predicate: predicate)
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            self.drop(key: key)
+            guard let first else { throw Timeout(description: "no matching event within \(timeout): \(events)") }
+            return first
+        }
+    }
+
+    /// Waits for `event` at or after `from`; returns the index after it (for the next wait).
+    @discardableResult
+    func expect(_ event: ReaderEvent, after from: Int = 0, within timeout: Duration = .seconds(10)) async throws -> Int
+    {
+        try await index(from: from, within: timeout) { $0 == event } + 1
+    }
+
+    private func wait(key: Int, from: Int, predicate: @escaping @Sendable (ReaderEvent) -> Bool) async throws -> Int {
+        try await withCheckedThrowingContinuation { continuation in
+            waiters[key] = (from, predicate, continuation)
+        }
+    }
+
+    private func drop(key: Int) {
+        waiters.removeValue(forKey: key)?.continuation.resume(throwing: CancellationError())
+    }
+}
+
+/// Runs `transport` and records its events while `body` runs; then cancels it and checks that it stopped cleanly.
+func withRunning(
+    _ transport: PCSCTransport,
+    _ body: (EventLog) async throws -> Void
+) async throws {
+    let log = EventLog()
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await transport.run() }
+        group.addTask {
+            for await event in transport.events { await log.append(event) }
+            await log.finish()
+        }
+        try await body(log)
+        group.cancelAll()
+        try await group.waitForAll()
+    }
+    #expect(await log.isFinished, "run() finishes the event stream when cancelled")
+}
+
+/// What `operation` threw, as a Proxima error code; `nil` when it returned or threw something else.
+func errorCode<Value>(_ operation: () async throws -> Value) async -> ProximaError.Code? {
+    do {
+        _ = try await operation()
+        return nil
+    } catch let error as ProximaError {
+        return error.code
+    } catch {
+        return nil
+    }
+}
+
+/// The Proxima error code of a failed result.
+func errorCode<Value>(of result: Result<Value, any Error>) -> ProximaError.Code? {
+    guard case .failure(let error) = result else { return nil }
+    return (error as? ProximaError)?.code
+}
+
+@Suite("PC/SC transport against a real pcscd with vpcd readers", .enabled(if: LivePCSC.isAvailable), .serialized)
+struct PCSCLiveTests {
+    let first = LivePCSC.readers[0]
+    let second = LivePCSC.readers[1]
+
+    func makeTransport(id: String = "pcsc", exclusive: Bool = false) -> PCSCTransport {
+        PCSCTransport(
+            id: id,
+            configuration: PCSCConfiguration(readerNames: [first.name, second.name], exclusive: exclusive)
+        )
+    }
+
+    @Test("reader appears, card present, connect, SELECT, card removed, transmit fails with cardRemoved")
+    func cardLifecycle() async throws {
+        let transport = makeTransport()
+        let reader = transport.readerID(forReaderNamed: first.name)
+        #expect(reader == ReaderID("pcsc/\(first.name)"))
+        try await withRunning(transport) { log in
+            var next = try await log.expect(
+                .appeared(ReaderInfo(id: reader, name: first.name, transport: "pcsc", supportsExtendedLength: true))
+            )
+            let card = try VirtualICC(port: first.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
+            next = try await log.expect(.cardPresent(reader), after: next)
+
+            let channel = try await transport.openChannel(to: reader, options: ConnectOptions())
+            #expect(channel.reader == reader)
+            #expect(channel.readerName == first.name)
+            #expect(channel.atr == LivePCSC.atr)
+            #expect(channel.uid == LivePCSC.uid)
+            #expect(channel.technology == .iso14443A)
+            #expect(channel.supportsExtendedLength)
+            #expect(channel.maximumCommandLength == 65_544)
+
+            let response = try await channel.transmit(CommandAPDU(bytes: LivePCSC.selectVisa))
+            #expect(response.bytes == LivePCSC.selectAnswer)
+            #expect(card.received == [[0xFF, 0xCA, 0x00, 0x00, 0x00], LivePCSC.selectVisa])
+
+            // Connecting and exchanging APDUs is no card event (pcscd's per-reader event counter only counts
+            // insertions and removals).
+            let sofar = await log.all
+            #expect(sofar.filter { $0 == .cardPresent(reader) }.count == 1)
+            #expect(!sofar.contains(.cardRemoved(reader)))
+
+            card.remove()
+            next = try await log.expect(.cardRemoved(reader), after: next)
+            let code = await errorCode { try await channel.transmit(CommandAPDU(bytes: LivePCSC.selectVisa)) }
+            #expect(code == .cardRemoved)
+            await channel.close()
+            let closed = await errorCode { try await channel.transmit(CommandAPDU(bytes: LivePCSC.selectVisa)) }
+            #expect(closed == .transmitFailed)
+
+            // The next card on the same reader: a new presence and a new connection.
+            let again = try VirtualICC(port: first.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
+            next = try await log.expect(.cardPresent(reader), after: next)
+            let nextChannel = try await transport.connect(to: reader, options: ConnectOptions())
+            let answer = try await nextChannel.transmit(CommandAPDU(bytes: LivePCSC.selectVisa))
+            #expect(answer.bytes == LivePCSC.selectAnswer)
+            await nextChannel.close()
+            again.remove()
+            try await log.expect(.cardRemoved(reader), after: next)
+        }
+    }
+
+    @Test("connect waits for the card, then connects")
+    func connectWaitsForCard() async throws {
+        let transport = makeTransport()
+        let reader = transport.readerID(forReaderNamed: second.name)
+        try await withRunning(transport) { log in
+            try await log.expect(
+                .appeared(ReaderInfo(id: reader, name: second.name, transport: "pcsc", supportsExtendedLength: true))
+            )
+            try await withThrowingTaskGroup(of: PCSCCardChannel.self) { group in
+                group.addTask { try await transport.openChannel(to: reader, options: ConnectOptions()) }
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(await log.all.contains(.cardPresent(reader)) == false)
+                let card = try VirtualICC(port: second.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
+                let channel = try #require(try await group.next())
+                #expect(channel.uid == LivePCSC.uid)
+                await channel.close()
+                card.remove()
+            }
+            try await log.expect(.cardRemoved(reader))
+        }
+    }
+
+    @Test("a connect waiting for a card is cancellable; an unknown reader is readerVanished")
+    func cancelAndUnknown() async throws {
+        let transport = makeTransport()
+        let reader = transport.readerID(forReaderNamed: second.name)
+        try await withRunning(transport) { log in
+            _ = try await log.index { if case .appeared(let info) = $0 { info.id == reader } else { false } }
+            let waiting = Task { try await transport.connect(to: reader, options: ConnectOptions()) }
+            try await Task.sleep(for: .milliseconds(200))
+            waiting.cancel()
+            #expect(errorCode(of: await waiting.result) == .cancelled)
+
+            let unknown = ReaderID("pcsc/No Such Reader 00 00")
+            await #expect(throws: ProximaError(.readerVanished)) {
+                try await transport.connect(to: unknown, options: ConnectOptions())
+            }
+        }
+    }
+
+    @Test("an exclusive connection makes another client's connect fail with readerBusy")
+    func sharingViolation() async throws {
+        let holder = makeTransport(id: "holder", exclusive: true)
+        let other = makeTransport(id: "other")
+        let holderReader = holder.readerID(forReaderNamed: first.name)
+        let otherReader = other.readerID(forReaderNamed: first.name)
+        try await withRunning(holder) { holderLog in
+            let card = try VirtualICC(port: first.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
+            let next = try await holderLog.expect(.cardPresent(holderReader))
+            let channel = try await holder.openChannel(to: holderReader, options: ConnectOptions())
+            try await withRunning(other) { otherLog in
+                try await otherLog.expect(.cardPresent(otherReader))
+                await #expect(throws: ProximaError(.readerBusy)) {
+                    try await other.connect(to: otherReader, options: ConnectOptions())
+                }
+            }
+            await channel.close()
+            card.remove()
+            try await holderLog.expect(.cardRemoved(holderReader), after: next)
+        }
+    }
+
+    @Test("a connect blocked in SCardBeginTransaction behind another client is cancellable and cleans up")
+    func blockedConnectIsCancellable() async throws {
+        let holder = makeTransport(id: "holder")
+        let other = makeTransport(id: "other")
+        let holderReader = holder.readerID(forReaderNamed: first.name)
+        let otherReader = other.readerID(forReaderNamed: first.name)
+        try await withRunning(holder) { holderLog in
+            let card = try VirtualICC(port: first.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
+            let next = try await holderLog.expect(.cardPresent(holderReader))
+            let channel = try await holder.openChannel(to: holderReader, options: ConnectOptions())
+            try await withRunning(other) { otherLog in
+                try await otherLog.expect(.cardPresent(otherReader))
+                let blocked = Task { try await other.openChannel(to: otherReader, options: ConnectOptions()) }
+                try await Task.sleep(for: .milliseconds(500))
+                let clock = ContinuousClock()
+                let cancelledAt = clock.now
+                blocked.cancel()
+                let outcome = await blocked.result
+                #expect(clock.now - cancelledAt < .seconds(1))
+                #expect(errorCode(of: outcome) == .cancelled)
+
+                // Once the holder lets go, the other client gets the card (after its abandoned connect cleaned up).
+                await channel.close()
+                let later = try await other.openChannel(to: otherReader, options: ConnectOptions())
+                #expect(try await later.transmit(CommandAPDU(bytes: LivePCSC.selectVisa)).status == .success)
+                await later.close()
+            }
+            card.remove()
+            try await holderLog.expect(.cardRemoved(holderReader), after: next)
+        }
+    }
+
+    @Test("auto extended length: a refused first extended APDU is resent as a chain, then the channel is short-only")
+    func extendedLengthFallback() async throws {
+        let transport = makeTransport()
+        let reader = transport.readerID(forReaderNamed: first.name)
+        try await withRunning(transport) { log in
+            let card = try VirtualICC(port: first.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
+            let next = try await log.expect(.cardPresent(reader))
+            let channel = try await transport.openChannel(to: reader, options: ConnectOptions())
+            let data = (0..<300).map { UInt8(truncatingIfNeeded: $0) }
+            let command = try CommandAPDU(cla: 0x80, ins: 0xDA, p1: 0x01, p2: 0x02, data: data)
+            #expect(command.isExtended)
+
+            let response = try await channel.transmit(command)
+            #expect(response == ResponseAPDU(data: [45], status: .success), "the last chunk carried 45 bytes")
+            #expect(!channel.supportsExtendedLength)
+            #expect(channel.maximumCommandLength == 261)
+            let chunks = Array(card.received.suffix(2))
+            #expect(chunks.map { $0[0] } == [0x90, 0x80])
+            #expect(chunks.map(\.count) == [5 + 255, 5 + 45])
+            #expect(chunks.flatMap { $0.dropFirst(5) } == data)
+
+            // Later extended APDUs: transmit refuses them, transceive chains them.
+            let unsupported = await errorCode { try await channel.transmit(command) }
+            #expect(unsupported == .unsupported)
+            #expect(try await channel.transceive(command) == ResponseAPDU(data: [45], status: .success))
+            await channel.close()
+            card.remove()
+            try await log.expect(.cardRemoved(reader), after: next)
+        }
+    }
+
+    @Test(
+        "pcscd stops and comes back: readers vanish and reappear without restarting the transport",
+        .enabled(if: LivePCSC.canRestart)
+    )
+    func daemonRestart() async throws {
+        let transport = makeTransport()
+        let reader = transport.readerID(forReaderNamed: first.name)
+        let info = ReaderInfo(id: reader, name: first.name, transport: "pcsc", supportsExtendedLength: true)
+        try await withRunning(transport) { log in
+            var next = try await log.expect(.appeared(info))
+            try stopPCSCD()
+            next = try await log.expect(.vanished(reader), after: next)
+            let connectWhileGone = await errorCode {
+                try await transport.connect(to: reader, options: ConnectOptions())
+            }
+            #expect(connectWhileGone == .readerVanished)
+            try startPCSCD()
+            next = try await log.expect(.appeared(info), after: next, within: .seconds(15))
+
+            let card = try VirtualICC(port: first.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
+            next = try await log.expect(.cardPresent(reader), after: next)
+            let channel = try await transport.openChannel(to: reader, options: ConnectOptions())
+            #expect(try await channel.transmit(CommandAPDU(bytes: LivePCSC.selectVisa)).bytes == LivePCSC.selectAnswer)
+            await channel.close()
+            card.remove()
+            try await log.expect(.cardRemoved(reader), after: next)
+        }
+    }
+
+    private func stopPCSCD() throws {
+        let text = try String(contentsOfFile: "/run/pcscd/pcscd.pid", encoding: .utf8)
+        // pcscd writes "PID\n\0".
+        let pid = try #require(text.split(whereSeparator: { !$0.isNumber }).first.flatMap { Int32($0) })
+        #expect(kill(pid, SIGTERM) == 0)
+    }
+
+    private func startPCSCD() throws {
+        // The harness stops every pcscd that runs with its config directory, this one included.
+        let directory = try #require(LivePCSC.environment["PROXIMA_PCSCD_CONFIG_DIR"])
+        // pcscd refuses to start while the old one's socket is still there; it removes it as it exits.
+        var waited = 0
+        while FileManager.default.fileExists(atPath: "/run/pcscd/pcscd.comm") && waited < 100 {
+            usleep(50_000)
+            waited += 1
+        }
+        // posix_spawn with default signal handling and an empty signal mask: the test runner blocks SIGTERM, and a
+        // child would inherit that and ignore the harness's SIGTERM.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        posix_spawnattr_setsigmask(&attributes, &signals)
+        sigfillset(&signals)
+        posix_spawnattr_setsigdefault(&attributes, &signals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let arguments = ["/usr/sbin/pcscd", "-f", "-c", directory]
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, "/usr/sbin/pcscd", &actions, &attributes, &argv, environ)
+        #expect(spawned == 0, "posix_spawn pcscd: \(spawned)")
+    }
+}
