@@ -30,7 +30,9 @@ public struct CardProfileKind: Sendable {
 /// `<file>: <JSON path>: <what was expected>`.
 public enum CardProfiles {
     /// The profile kinds Proxima knows, in the order error messages list them.
-    public static let kinds: [CardProfileKind] = [ScriptedCard.profileKind]
+    public static let kinds: [CardProfileKind] = [
+        ScriptedCard.profileKind, EMVCard.qvsdcProfileKind, EMVCard.mchipProfileKind,
+    ]
 
     /// Largest profile file read (a profile with a few hundred exchanges is far below it).
     public static let maximumFileBytes = 4 << 20

@@ -1,0 +1,141 @@
+internal import ProximaCore
+
+/// A Cardholder Verification Method List (tag `8E`, EMV Book 3 §10.5 and Annex C3): amounts X and Y (4 bytes
+/// each, in the application currency's minor units), then two-byte rules in the card's order of preference.
+public struct CVMList: Hashable, Sendable {
+    /// One CV Rule: the method (byte 1) and the condition under which it applies (byte 2).
+    public struct Rule: Hashable, Sendable, CustomStringConvertible {
+        /// Byte 1: bit 7 "apply succeeding rule if this one fails", bits 6–1 the CVM code.
+        public var method: UInt8
+        /// Byte 2: the condition code (`00` always, `03` if the terminal supports the CVM, `06`–`09` amounts …).
+        public var condition: UInt8
+
+        public init(method: UInt8, condition: UInt8) {
+            self.method = method
+            self.condition = condition
+        }
+
+        /// Bits 6–1: `00` fail, `01` plaintext PIN offline, `02` enciphered PIN online, `1E` signature, `1F` no
+        /// CVM required, …
+        public var code: UInt8 { method & 0x3F }
+        /// Bit 7: when this CVM cannot be performed, try the next rule instead of failing.
+        public var appliesNextRuleIfUnsuccessful: Bool { method & 0x40 != 0 }
+
+        public var description: String { [method, condition].hexString }
+    }
+
+    /// Amount X, minor units of the application currency (`9F42`).
+    public var amountX: UInt32
+    /// Amount Y, minor units of the application currency.
+    public var amountY: UInt32
+    public var rules: [Rule]
+
+    public init(amountX: UInt32 = 0, amountY: UInt32 = 0, rules: [Rule]) {
+        self.amountX = amountX
+        self.amountY = amountY
+        self.rules = rules
+    }
+
+    /// Parses the value of tag `8E`.
+    ///
+    /// - Throws: ``PaymentError/Code/cardReadFailed`` at `step` when the value is shorter than 8 bytes or its
+    ///   rules are not whole pairs.
+    public init(bytes: [UInt8], step: String) throws {
+        guard bytes.count >= 8, bytes.count % 2 == 0 else {
+            throw CardAnswer.failure(
+                step,
+                "CVM List (8E) of \(bytes.count) bytes is not 8 bytes of amounts followed by 2-byte rules"
+            )
+        }
+        func amount(_ start: Int) -> UInt32 { bytes[start..<(start + 4)].reduce(0) { $0 << 8 | UInt32($1) } }
+        amountX = amount(0)
+        amountY = amount(4)
+        rules = stride(from: 8, to: bytes.count, by: 2).map { Rule(method: bytes[$0], condition: bytes[$0 + 1]) }
+    }
+
+    /// What the terminal knows when it evaluates the list.
+    struct Context {
+        var amount: Int64
+        var type: EMVTransactionType
+        /// Whether the transaction currency equals the Application Currency Code (`9F42`); amount conditions
+        /// apply only then.
+        var inApplicationCurrency: Bool
+        var supportsOnlinePIN: Bool
+        var supportsSignature: Bool
+        var supportsNoCVM: Bool
+    }
+
+    /// Cardholder verification by EMV Book 3 §10.5: the first rule whose condition holds and whose CVM the
+    /// terminal can perform decides; a rule the terminal cannot perform fails verification unless its bit 7 asks
+    /// for the next rule. Offline PIN is never performed here (no PIN pad with a card connection).
+    ///
+    /// - Returns: the method and the CVM Results (`9F34`): method, condition, result (`00` unknown — online PIN
+    ///   and signature are checked later —, `01` failed, `02` successful).
+    func evaluate(_ context: Context) -> (CardholderVerification, cvmResults: [UInt8]) {
+        for rule in rules where Self.holds(rule.condition, rule: rule, context: context, list: self) {
+            let method: CardholderVerification?
+            switch rule.code {
+            case 0x00: return (.failed, [rule.method, rule.condition, 0x01])
+            case 0x02: method = context.supportsOnlinePIN ? .onlinePIN : nil
+            case 0x1E: method = context.supportsSignature ? .signature : nil
+            case 0x1F: method = context.supportsNoCVM ? .noCVM : nil
+            default: method = nil
+            }
+            if let method {
+                return (method, [rule.method, rule.condition, method == .noCVM ? 0x02 : 0x00])
+            }
+            if !rule.appliesNextRuleIfUnsuccessful { return (.failed, [rule.method, rule.condition, 0x01]) }
+        }
+        return (.failed, [0x3F, 0x00, 0x01])
+    }
+
+    /// Whether a CV Rule's condition code (EMV Book 3 Annex C3 Table 40) holds; unknown codes never hold.
+    private static func holds(_ condition: UInt8, rule: Rule, context: Context, list: CVMList) -> Bool {
+        let isCash = context.type.rawValue == 0x01
+        let isCashback = context.type == .purchaseWithCashback
+        switch condition {
+        case 0x00: return true
+        case 0x01: return false  // unattended cash: this terminal is attended
+        case 0x02: return !isCash && !isCashback
+        case 0x03:
+            switch rule.code {
+            case 0x02: return context.supportsOnlinePIN
+            case 0x1E: return context.supportsSignature
+            case 0x1F: return context.supportsNoCVM
+            default: return false
+            }
+        case 0x04: return isCash
+        case 0x05: return isCashback
+        case 0x06: return context.inApplicationCurrency && context.amount < Int64(list.amountX)
+        case 0x07: return context.inApplicationCurrency && context.amount > Int64(list.amountX)
+        case 0x08: return context.inApplicationCurrency && context.amount < Int64(list.amountY)
+        case 0x09: return context.inApplicationCurrency && context.amount > Int64(list.amountY)
+        default: return false
+        }
+    }
+}
+
+/// Kernel 3 cardholder verification from the Card Transaction Qualifiers (`9F6C`) and the reader's TTQ (`9F66`),
+/// after EMV Book C-3 §5.7 (Visa qVSDC).
+enum QualifiersCVM {
+    /// - Parameters:
+    ///   - ctq: the card's CTQ (2 bytes) or `nil` when it sent none.
+    ///   - ttq: the TTQ as sent in the PDOL (byte 2 bit 7 "CVM required" already set by amount).
+    /// - Returns: the method and the CVM Results (`9F34`) the terminal records.
+    static func evaluate(ctq: [UInt8]?, ttq: [UInt8]) -> (CardholderVerification, cvmResults: [UInt8]) {
+        let onlinePINSupported = ttq.count > 0 && ttq[0] & 0x04 != 0
+        let signatureSupported = ttq.count > 0 && ttq[0] & 0x02 != 0
+        let cvmRequired = ttq.count > 1 && ttq[1] & 0x40 != 0
+        if let ctq, ctq.count >= 2 {
+            if ctq[1] & 0x80 != 0 { return (.consumerDevice, [0x01, 0x00, 0x02]) }
+            if ctq[0] & 0x80 != 0 && onlinePINSupported { return (.onlinePIN, [0x02, 0x00, 0x00]) }
+            if ctq[0] & 0x40 != 0 && signatureSupported { return (.signature, [0x1E, 0x00, 0x00]) }
+            if ctq[0] & 0xC0 != 0 || cvmRequired { return (.failed, [0x3F, 0x00, 0x01]) }
+            return (.noCVM, [0x1F, 0x00, 0x02])
+        }
+        if cvmRequired {
+            return signatureSupported ? (.signature, [0x1E, 0x00, 0x00]) : (.failed, [0x3F, 0x00, 0x01])
+        }
+        return (.noCVM, [0x1F, 0x00, 0x02])
+    }
+}

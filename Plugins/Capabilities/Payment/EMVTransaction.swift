@@ -1,0 +1,253 @@
+public import Foundation
+public import ProximaCore
+
+/// The transaction type (tag `9C`, n 2), coded as the first two digits of the ISO 8583:1987 processing code
+/// (EMV Book 3 Annex A): the raw value is the BCD byte as it goes to the card.
+public struct EMVTransactionType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Goods and services (`00`).
+    public static let purchase = EMVTransactionType(rawValue: 0x00)
+    /// Purchase with cashback (`09`); the cashback goes in ``EMVTransaction/amountOther``.
+    public static let purchaseWithCashback = EMVTransactionType(rawValue: 0x09)
+    /// Refund (`20`).
+    public static let refund = EMVTransactionType(rawValue: 0x20)
+
+    public var description: String {
+        switch rawValue {
+        case 0x00: "purchase"
+        case 0x09: "purchase with cashback"
+        case 0x20: "refund"
+        default: "type \([rawValue].hexString)"
+        }
+    }
+}
+
+/// The local date and time of a transaction: tags `9A` (YYMMDD) and `9F21` (HHMMSS), both n 6.
+///
+/// It is part of the request so that the caller's clock decides it (and tests fix it).
+public struct TransactionDate: Hashable, Sendable, CustomStringConvertible {
+    /// Four-digit year, 2000…2099 (EMV dates carry two digits).
+    public var year: Int
+    public var month: Int
+    public var day: Int
+    public var hour: Int
+    public var minute: Int
+    public var second: Int
+
+    public init(year: Int, month: Int, day: Int, hour: Int = 0, minute: Int = 0, second: Int = 0) {
+        self.year = year
+        self.month = month
+        self.day = day
+        self.hour = hour
+        self.minute = minute
+        self.second = second
+    }
+
+    /// The calendar date and time of `date` in `timeZone` (Gregorian calendar).
+    public init(_ date: Date, timeZone: TimeZone) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        self.init(
+            year: parts.year ?? 2000,
+            month: parts.month ?? 1,
+            day: parts.day ?? 1,
+            hour: parts.hour ?? 0,
+            minute: parts.minute ?? 0,
+            second: parts.second ?? 0
+        )
+    }
+
+    /// `9A`: YYMMDD as BCD, or `nil` when a field is out of range.
+    var dateBCD: [UInt8]? {
+        guard (2000...2099).contains(year), (1...12).contains(month), (1...31).contains(day) else { return nil }
+        return [Self.bcd(year % 100), Self.bcd(month), Self.bcd(day)]
+    }
+
+    /// `9F21`: HHMMSS as BCD, or `nil` when a field is out of range.
+    var timeBCD: [UInt8]? {
+        guard (0...23).contains(hour), (0...59).contains(minute), (0...59).contains(second) else { return nil }
+        return [Self.bcd(hour), Self.bcd(minute), Self.bcd(second)]
+    }
+
+    private static func bcd(_ value: Int) -> UInt8 { UInt8(value / 10) << 4 | UInt8(value % 10) }
+
+    public var description: String {
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(year)-\(two(month))-\(two(day)) \(two(hour)):\(two(minute)):\(two(second))"
+    }
+}
+
+/// One contactless payment the terminal asks a card to authorise: the request of ``EMVPaymentCapability``.
+///
+/// Amounts are in minor units of the currency (cents for USD). The API layer validates currency and amount
+/// against ISO 4217; the capability only checks that each value fits its EMV data element and otherwise ends with
+/// ``PaymentError/Code/invalidTransaction``.
+public struct EMVTransaction: Hashable, Sendable {
+    /// Amount, Authorised (`9F02`, n 12): 0…999,999,999,999 minor units.
+    public var amountAuthorised: Int64
+    /// Amount, Other (`9F03`, n 12): the cashback part, 0 for most transactions.
+    public var amountOther: Int64
+    /// Transaction Currency Code (`5F2A`, n 3): ISO 4217 numeric, such as 840 for USD.
+    public var currencyCode: Int
+    /// Transaction Currency Exponent (`5F36`, n 1): the number of minor-unit digits, 2 for USD.
+    public var currencyExponent: Int
+    /// Terminal Country Code (`9F1A`, n 3), ISO 3166-1 numeric; `nil` uses ``TerminalSettings/countryCode``.
+    public var countryCode: Int?
+    /// Transaction Type (`9C`).
+    public var type: EMVTransactionType
+    /// Transaction Date and Time (`9A`, `9F21`), from the caller's clock.
+    public var date: TransactionDate
+    /// An application to select first when the card offers it (EMV Book B §3.3.3; the cardholder's or
+    /// merchant's choice): an AID, or a prefix of one such as the RID `A000000004`.
+    public var preferredApplication: [UInt8]?
+
+    public init(
+        amountAuthorised: Int64,
+        amountOther: Int64 = 0,
+        currencyCode: Int,
+        currencyExponent: Int = 2,
+        countryCode: Int? = nil,
+        type: EMVTransactionType = .purchase,
+        date: TransactionDate,
+        preferredApplication: [UInt8]? = nil
+    ) {
+        self.amountAuthorised = amountAuthorised
+        self.amountOther = amountOther
+        self.currencyCode = currencyCode
+        self.currencyExponent = currencyExponent
+        self.countryCode = countryCode
+        self.type = type
+        self.date = date
+        self.preferredApplication = preferredApplication
+    }
+}
+
+/// The application identifiers the terminal accepts and the kernel it runs for each (EMV Book B §3.3.2.5:
+/// the reader's "Combinations" of AID and kernel).
+public struct TerminalApplication: Hashable, Sendable, CustomStringConvertible {
+    /// An AID or a prefix of one (partial selection, EMV Book 1 §12.3.1): `A000000003` matches every Visa AID.
+    public var identifier: [UInt8]
+    /// The kernel this terminal runs for those AIDs.
+    public var kernel: EMVKernel
+
+    public init(identifier: [UInt8], kernel: EMVKernel) {
+        self.identifier = identifier
+        self.kernel = kernel
+    }
+
+    /// Visa (RID `A000000003`) on Kernel 3 and Mastercard (RID `A000000004`: Mastercard, Maestro, Debit
+    /// Mastercard) on Kernel 2: the two kernels this capability implements.
+    public static let defaults: [TerminalApplication] = [
+        TerminalApplication(identifier: PaymentBrand.visaRID, kernel: .visa),
+        TerminalApplication(identifier: PaymentBrand.mastercardRID, kernel: .mastercard),
+    ]
+
+    public var description: String { "\(identifier.hexString) → \(kernel)" }
+}
+
+/// The terminal's configuration: the data objects a card may ask for in its PDOL and CDOL1 (EMV Book 4 Annex A,
+/// Book 3 Annex A) and the reader limits of EMV Book B §3.1.
+///
+/// The defaults describe an attended, online-only, contactless-only point of sale run by a merchant, with online
+/// PIN, signature and "no CVM" as cardholder verification methods, and no offline data authentication (the
+/// terminal goes online for every transaction, so it announces none).
+public struct TerminalSettings: Hashable, Sendable {
+    /// Terminal Type (`9F35`, n 2), EMV Book 4 Annex A1: `21` = merchant-operated, attended, online only.
+    public var terminalType: UInt8
+    /// Terminal Capabilities (`9F33`, b 3), EMV Book 4 Annex A2. Default `00 68 00`: no manual key entry, magnetic
+    /// stripe or contact IC (byte 1); enciphered PIN online, signature, no CVM required (byte 2, `40|20|08`); no
+    /// SDA, DDA, CDA or card capture (byte 3).
+    public var terminalCapabilities: [UInt8]
+    /// Additional Terminal Capabilities (`9F40`, b 5), EMV Book 4 Annex A3. Default `60 00 F0 30 01`: goods and
+    /// services; numeric, alphabetic, command and function keys; attendant and cardholder displays; code table 1.
+    public var additionalTerminalCapabilities: [UInt8]
+    /// Terminal Transaction Qualifiers (`9F66`, b 4) for Kernel 3 (Visa), as configured (EMV Book B §3.1.1.2;
+    /// byte 2 bits 8–7 are then set per transaction). Default `26 80 40 00`: EMV mode (qVSDC), online PIN and
+    /// signature supported (byte 1 `20|04|02`); online cryptogram required (byte 2 `80`: online-only reader);
+    /// consumer device CVM supported (byte 3 `40`).
+    public var terminalTransactionQualifiers: [UInt8]
+    /// Terminal Country Code (`9F1A`, n 3), ISO 3166-1 numeric; default 840 (United States).
+    public var countryCode: Int
+    /// Merchant Name and Location (`9F4E`, ans): ASCII, sent only when a card asks for it.
+    public var merchantNameAndLocation: String
+    /// Terminal Identification (`9F1C`, an 8).
+    public var terminalIdentification: String
+    /// Merchant Category Code (`9F15`, n 4), ISO 18245; default 5999 (miscellaneous retail).
+    public var merchantCategoryCode: Int
+    /// Merchant Identifier (`9F16`, ans 15), when the acquirer assigned one.
+    public var merchantIdentifier: String?
+    /// The AIDs this terminal accepts, with the kernel for each.
+    public var supportedApplications: [TerminalApplication]
+    /// Reader CVM Required Limit (EMV Book B §3.1.1.8), in minor units: at or above it the reader asks for
+    /// cardholder verification (TTQ byte 2 bit 7 for Kernel 3; CVM List processing for Kernel 2). `nil`: the
+    /// reader never requires a CVM by amount; a card that asks for one (CTQ) is still honoured. Scheme and
+    /// country rules set this value; configure it per acquirer.
+    public var cvmRequiredLimit: Int64?
+    /// Further terminal data objects a card's DOL may request (such as `9F01` Acquirer Identifier or proprietary
+    /// `DFxx` tags), by tag. Values the capability computes (amounts, dates, TTQ, TVR, 9F37) take precedence.
+    public var additionalData: [TLVTag: [UInt8]]
+
+    public init(
+        terminalType: UInt8 = 0x21,
+        terminalCapabilities: [UInt8] = [0x00, 0x68, 0x00],
+        additionalTerminalCapabilities: [UInt8] = [0x60, 0x00, 0xF0, 0x30, 0x01],
+        terminalTransactionQualifiers: [UInt8] = [0x26, 0x80, 0x40, 0x00],
+        countryCode: Int = 840,
+        merchantNameAndLocation: String = "",
+        terminalIdentification: String = "PROXIMA1",
+        merchantCategoryCode: Int = 5999,
+        merchantIdentifier: String? = nil,
+        supportedApplications: [TerminalApplication] = TerminalApplication.defaults,
+        cvmRequiredLimit: Int64? = nil,
+        additionalData: [TLVTag: [UInt8]] = [:]
+    ) {
+        self.terminalType = terminalType
+        self.terminalCapabilities = terminalCapabilities
+        self.additionalTerminalCapabilities = additionalTerminalCapabilities
+        self.terminalTransactionQualifiers = terminalTransactionQualifiers
+        self.countryCode = countryCode
+        self.merchantNameAndLocation = merchantNameAndLocation
+        self.terminalIdentification = terminalIdentification
+        self.merchantCategoryCode = merchantCategoryCode
+        self.merchantIdentifier = merchantIdentifier
+        self.supportedApplications = supportedApplications
+        self.cvmRequiredLimit = cvmRequiredLimit
+        self.additionalData = additionalData
+    }
+
+    /// Whether byte 2 of Terminal Capabilities announces enciphered PIN online (`40`).
+    var supportsOnlinePIN: Bool { terminalCapabilities.count > 1 && terminalCapabilities[1] & 0x40 != 0 }
+    /// Whether byte 2 of Terminal Capabilities announces signature (`20`).
+    var supportsSignature: Bool { terminalCapabilities.count > 1 && terminalCapabilities[1] & 0x20 != 0 }
+    /// Whether byte 2 of Terminal Capabilities announces "no CVM required" (`08`).
+    var supportsNoCVM: Bool { terminalCapabilities.count > 1 && terminalCapabilities[1] & 0x08 != 0 }
+}
+
+/// Where the unpredictable number (`9F37`, b 4) comes from: the operating system's CSPRNG unless a test injects
+/// a generator (EMV Book 4 Annex C4 wants it unpredictable to the card; it keys the card's replay protection).
+public struct UnpredictableNumberSource: Sendable {
+    private let generate: @Sendable () -> UInt32
+
+    /// A source that calls `generate` once per transaction.
+    public init(_ generate: @escaping @Sendable () -> UInt32) {
+        self.generate = generate
+    }
+
+    /// `SystemRandomNumberGenerator`: `getrandom(2)` on Linux, `arc4random_buf` on Darwin — the OS CSPRNG.
+    public static let system = UnpredictableNumberSource {
+        var generator = SystemRandomNumberGenerator()
+        return UInt32(truncatingIfNeeded: generator.next())
+    }
+
+    /// Four fresh bytes, big-endian: the value of `9F37`.
+    public func next() -> [UInt8] {
+        let value = generate()
+        return [
+            UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 8),
+            UInt8(truncatingIfNeeded: value),
+        ]
+    }
+}

@@ -1,1 +1,0 @@
-// EMV contactless payment capability.
