@@ -61,7 +61,8 @@ let package = Package(
         .target(
             name: "Proxima",
             dependencies: [
-                "ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator", "IdentityCapability",
+                "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "ProximaCardEmulator",
+                "IdentityCapability",
             ],
             swiftSettings: strict
         ),

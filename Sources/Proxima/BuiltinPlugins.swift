@@ -1,5 +1,6 @@
 import ProximaCore
 public import ProximaKernel
+import PCSCTransport
 import SimulatorTransport
 
 /// The plugin types compiled into Proxima, registered in code: the manifest's `type` picks one.
@@ -20,6 +21,14 @@ public enum BuiltinPlugins {
                 let clock = context.clock
                 let time = SimulatorTime(now: { clock.now }, sleepUntil: { try await clock.sleep(until: $0) })
                 return SimulatorTransport(id: context.id, configuration: configuration, time: time)
+            }
+        )
+        registry.register(
+            TransportType(name: "pcsc", summary: "PC/SC readers through pcsc-lite (pcscd)") { context in
+                PCSCTransport(
+                    id: context.id,
+                    configuration: try PCSCConfiguration(json: context.configuration, path: context.configurationPath)
+                )
             }
         )
         registry.register(

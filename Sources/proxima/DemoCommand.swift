@@ -1,0 +1,285 @@
+import Foundation
+import IdentityCapability
+import Proxima
+import ProximaCore
+import ProximaKernel
+import Synchronization
+
+/// `proxima demo`: a simulated multi-lane store on the embedded default manifest.
+enum DemoCommand {
+    static let help = """
+        USAGE: proxima demo [--config FILE] [--lanes N] [--readers M] [--taps K] [--arrival-ms MS] [--no-air-time]
+
+        Runs a simulated store on the manifest's simulator readers: customers arrive on every lane, each tap is
+        routed to a free reader the lane may use, and the card is read. A live per-lane view shows progress
+        (plain lines when the output is not a terminal); a summary table ends it: taps per lane, queue wait
+        p50/p99, tap time, and failures by reason.
+
+        OPTIONS:
+          --lanes N        Replace the manifest's lanes with N lanes (readers are dealt round-robin; with fewer
+                           readers than lanes, lanes share readers).
+          --readers M      Replace the simulator readers with M readers holding the manifest's card profiles.
+          --taps K         Total taps across all lanes (default 120).
+          --arrival-ms MS  Mean time between customers arriving on one lane (default 250).
+          --no-air-time    Exchanges cost no simulated air time.
+        """
+
+    static func run(_ words: [String]) async throws -> ExitCode {
+        let args = try Arguments(
+            words,
+            valued: ["config", "lanes", "readers", "taps", "arrival-ms"],
+            flags: ["help", "no-air-time"]
+        )
+        if args.flag("help") {
+            print(help)
+            return .success
+        }
+        guard args.positionals.isEmpty else { throw UsageError("demo takes no arguments") }
+        let taps = try args.integer("taps", default: 120, in: 1...1_000_000)
+        let arrival = try args.integer("arrival-ms", default: 250, in: 0...600_000)
+        var manifest = try CLI.loadManifest(args.configPath)
+        let lanes = args.value("lanes") == nil ? nil : try args.integer("lanes", default: 4, in: 1...1024)
+        let readers = args.value("readers") == nil ? nil : try args.integer("readers", default: 8, in: 1...4096)
+        if lanes != nil || readers != nil || args.flag("no-air-time") {
+            manifest = try DemoStore.reshape(manifest, lanes: lanes, readers: readers, airTime: !args.flag("no-air-time"))
+        }
+        guard !manifest.lanes.isEmpty else { throw UsageError("the manifest has no lanes to run the demo on") }
+
+        let kernel = Kernel(manifest: manifest, registry: BuiltinPlugins.registry)
+        let store = DemoStore(kernel: kernel, taps: taps, meanArrival: .milliseconds(arrival))
+        let report = await withTaskGroup(of: Void.self) { group in
+            group.addTask { await kernel.run() }
+            let report = await store.run()
+            group.cancelAll()
+            return report
+        }
+        print(report.summary)
+        for failure in kernel.pluginFailures { printError("proxima: \(failure)") }
+        return report.succeeded > 0 && kernel.pluginFailures.isEmpty ? .success : .failure
+    }
+}
+
+/// Per-lane results, shared between the customer tasks and the live view.
+struct LaneStats: Sendable {
+    var planned = 0
+    var started = 0
+    var succeeded = 0
+    var failures: [String: Int] = [:]
+    var queueWaits: [Duration] = []
+    var tapTimes: [Duration] = []
+    var finished: Int { succeeded + failures.values.reduce(0, +) }
+}
+
+struct DemoReport: Sendable {
+    var lanes: [(LaneID, LaneStats)]
+    var elapsed: Duration
+
+    var succeeded: Int { lanes.reduce(0) { $0 + $1.1.succeeded } }
+
+    var summary: String {
+        var rows: [[String]] = []
+        var allWaits: [Duration] = []
+        var allTaps: [Duration] = []
+        var allFailures: [String: Int] = [:]
+        for (lane, s) in lanes {
+            rows.append([
+                lane.rawValue, "\(s.succeeded)", "\(s.finished - s.succeeded)",
+                ms(percentile(s.queueWaits, 0.5)), ms(percentile(s.queueWaits, 0.99)), ms(percentile(s.tapTimes, 0.5)),
+                s.failures.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "),
+            ])
+            allWaits += s.queueWaits
+            allTaps += s.tapTimes
+            allFailures.merge(s.failures, uniquingKeysWith: +)
+        }
+        let total = lanes.reduce(0) { $0 + $1.1.finished }
+        rows.append([
+            "all", "\(succeeded)", "\(total - succeeded)", ms(percentile(allWaits, 0.5)), ms(percentile(allWaits, 0.99)),
+            ms(percentile(allTaps, 0.5)),
+            allFailures.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "),
+        ])
+        let seconds = elapsed.milliseconds / 1000
+        return "\n"
+            + table(["LANE", "TAPS", "FAILED", "WAIT p50", "WAIT p99", "TAP p50", "FAILURES BY REASON"], rows)
+            + String(format: "\n\n%d taps in %.1f s (%.1f taps/s)", total, seconds, Double(total) / max(seconds, 0.001))
+    }
+
+    func percentile(_ values: [Duration], _ p: Double) -> Duration? {
+        guard !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+    }
+
+    func ms(_ d: Duration?) -> String { d.map { String(format: "%.1f ms", $0.milliseconds) } ?? "-" }
+}
+
+/// The simulated store: customers arrive on lanes and tap; the kernel routes each tap to a reader.
+struct DemoStore: Sendable {
+    let kernel: Kernel
+    let taps: Int
+    let meanArrival: Duration
+
+    func run() async -> DemoReport {
+        let lanes = kernel.manifest.lanes.map(\.id)
+        let stats = DemoLedger()
+        stats.withLock { s in
+            for (i, lane) in lanes.enumerated() {
+                s[lane] = LaneStats(planned: taps / lanes.count + (i < taps % lanes.count ? 1 : 0))
+            }
+        }
+        let start = ContinuousClock.now
+        await withTaskGroup(of: Void.self) { group in
+            let view = LiveView(lanes: lanes, stats: stats)
+            group.addTask { await view.run() }
+            await withTaskGroup(of: Void.self) { customers in
+                for (index, lane) in lanes.enumerated() {
+                    let planned = stats.withLock { $0[lane]?.planned ?? 0 }
+                    customers.addTask {
+                        await self.customers(on: lane, count: planned, seed: UInt64(index + 1), stats: stats)
+                    }
+                }
+            }
+            group.cancelAll()
+        }
+        let final = stats.withLock { s in lanes.map { ($0, s[$0] ?? LaneStats()) } }
+        return DemoReport(lanes: final, elapsed: ContinuousClock.now - start)
+    }
+
+    /// Customers arrive on `lane` with exponential gaps of mean `meanArrival`; each taps once.
+    private func customers(on lane: LaneID, count: Int, seed: UInt64, stats: DemoLedger) async {
+        var random = SplitMix64(seed: seed)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<count {
+                let gap = -log(1 - random.nextUnit()) * Double(meanArrival.milliseconds)
+                try? await Task.sleep(for: .milliseconds(gap))
+                if Task.isCancelled { break }
+                stats.withLock { $0[lane]?.started += 1 }
+                group.addTask { await self.serveCustomer(on: lane, stats: stats) }
+            }
+        }
+    }
+
+    private func serveCustomer(on lane: LaneID, stats: DemoLedger) async {
+        let arrived = ContinuousClock.now
+        do {
+            let (identity, waited) = try await kernel.tap(lane: lane, options: TapOptions(timeout: .seconds(60))) {
+                channel,
+                context in
+                (try await CardIdentityCapability().run(.init(), on: channel, context: context), context.queueWait)
+            }
+            _ = identity
+            let total = ContinuousClock.now - arrived
+            stats.withLock {
+                $0[lane]?.succeeded += 1
+                $0[lane]?.queueWaits.append(waited)
+                $0[lane]?.tapTimes.append(total)
+            }
+        } catch {
+            let reason = (error as? ProximaError)?.code.description ?? "\(type(of: error))"
+            stats.withLock { $0[lane]?.failures[reason, default: 0] += 1 }
+        }
+    }
+}
+
+extension DemoStore {
+    /// The manifest with its simulator readers replaced by `readers` readers and its lanes by `lanes` lanes.
+    ///
+    /// The new configuration goes through the same loader as a file, so it is validated the same way.
+    static func reshape(_ manifest: Manifest, lanes: Int?, readers: Int?, airTime: Bool) throws -> Manifest {
+        guard let simulator = manifest.plugins.first(where: { $0.type == "simulator" && $0.enabled }) else {
+            throw UsageError("--lanes/--readers need a simulator plugin in the manifest")
+        }
+        let config = simulator.configuration
+        var cards: [JSONValue] = []
+        var intervalMs: Int64 = 300
+        if case .array(let declared)? = config["readers"] {
+            for reader in declared {
+                if case .array(let c)? = reader["cards"] { cards += c.filter { !cards.contains($0) } }
+                if case .integer(let i)? = reader["arrival"]?["intervalMs"] { intervalMs = i }
+            }
+        }
+        guard !cards.isEmpty else { throw UsageError("the simulator plugin has no card profiles to deal out") }
+        let readerCount = readers ?? (config["readers"].flatMap { if case .array(let a) = $0 { a.count } else { nil } } ?? 1)
+        let laneCount = lanes ?? manifest.lanes.count
+        let readerIDs = (0..<readerCount).map { String(format: "sim-%03d", $0 + 1) }
+        let readerObjects: [JSONValue] = readerIDs.enumerated().map { i, id in
+            .object([
+                ("id", .string(id)),
+                ("name", .string("Proxima Simulated Reader \(i + 1)")),
+                ("cards", .array([cards[i % cards.count]] + cards.enumerated().filter { $0.offset != i % cards.count }.map(\.element))),
+                ("arrival", .object([("pattern", .string("poisson")), ("intervalMs", .integer(intervalMs)), ("seed", .integer(Int64(i + 1)))])),
+            ])
+        }
+        var simConfig: [(key: String, value: JSONValue)] = []
+        if case .object(let members) = config { simConfig = members.filter { $0.key != "readers" && $0.key != "airTime" } }
+        simConfig.append(("airTime", .bool(airTime)))
+        simConfig.append(("readers", .array(readerObjects)))
+        // Lane i claims readers i, i+L, i+2L, …; with fewer readers than lanes, lane i shares reader i mod M.
+        let laneObjects: [JSONValue] = (0..<laneCount).map { lane in
+            let mine = readerCount >= laneCount
+                ? Array(stride(from: lane, to: readerCount, by: laneCount)) : [lane % readerCount]
+            return .object([
+                ("id", .string(String(format: "lane-%02d", lane + 1))),
+                ("readers", .array(mine.map { .string(readerIDs[$0]) })),
+                ("queue", .object([("policy", .string("wait")), ("maxWaitMs", .integer(60_000))])),
+            ])
+        }
+        let document: JSONValue = .object([
+            ("schemaVersion", .integer(1)),
+            ("dataDirectory", .string(manifest.dataDirectory)),
+            ("plugins", .array([.object([("id", .string(simulator.id)), ("type", .string("simulator")), ("config", .object(simConfig))])])),
+            ("lanes", .array(laneObjects)),
+        ])
+        return try Manifest.parse(
+            Array(document.jsonText.utf8),
+            baseDirectory: manifest.baseDirectory,
+            registry: BuiltinPlugins.registry,
+            sourcePath: (manifest.sourcePath ?? "manifest") + " (reshaped by demo)"
+        )
+    }
+}
+
+/// Per-lane results behind a lock, shared by the customer tasks and the live view.
+final class DemoLedger: Sendable {
+    private let lanes = Mutex<[LaneID: LaneStats]>([:])
+    func withLock<T>(_ body: (inout [LaneID: LaneStats]) -> T) -> T { lanes.withLock { body(&$0) } }
+}
+
+/// The per-lane progress view: redrawn in place on a terminal, plain lines every second otherwise.
+struct LiveView: Sendable {
+    let lanes: [LaneID]
+    let stats: DemoLedger
+
+    func run() async {
+        let terminal = standardOutputIsTerminal
+        var drawn = 0
+        var lastPlain: [LaneID: Int] = [:]
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(terminal ? 200 : 1000))
+            let snapshot = stats.withLock { s in lanes.map { ($0, s[$0] ?? LaneStats()) } }
+            if terminal {
+                var out = drawn > 0 ? "\u{1B}[\(drawn)A" : ""
+                for (lane, s) in snapshot {
+                    out += "\u{1B}[2K" + line(lane, s) + "\n"
+                }
+                drawn = snapshot.count
+                print(out, terminator: "")
+            } else {
+                for (lane, s) in snapshot where lastPlain[lane] != s.finished {
+                    lastPlain[lane] = s.finished
+                    print(line(lane, s))
+                }
+            }
+            flushStandardOutput()
+        }
+    }
+
+    func line(_ lane: LaneID, _ s: LaneStats) -> String {
+        let width = 24
+        let done = s.planned == 0 ? width : s.finished * width / s.planned
+        let bar = String(repeating: "#", count: done) + String(repeating: ".", count: width - done)
+        let failed = s.finished - s.succeeded
+        let waiting = s.started - s.finished
+        return "\(lane.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) [\(bar)] "
+            + "\(s.finished)/\(s.planned) done, \(waiting) in progress, \(failed) failed"
+    }
+}

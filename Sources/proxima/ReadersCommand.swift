@@ -1,0 +1,83 @@
+import Foundation
+import Proxima
+import ProximaCore
+import ProximaKernel
+
+/// `proxima readers [--watch]`.
+enum ReadersCommand {
+    static let help = """
+        USAGE: proxima readers [--config FILE] [--watch]
+
+        Starts the manifest's transports, lists every reader with its transport, the lanes it serves and its
+        state. With --watch, keeps running and prints reader and session events as they happen (Ctrl-C stops).
+        """
+
+    static func run(_ words: [String]) async throws -> ExitCode {
+        let args = try Arguments(words, valued: ["config"], flags: ["help", "watch"])
+        if args.flag("help") {
+            print(help)
+            return .success
+        }
+        guard args.positionals.isEmpty else { throw UsageError("readers takes no arguments") }
+        let manifest = try CLI.loadManifest(args.configPath)
+        let kernel = Kernel(manifest: manifest, registry: BuiltinPlugins.registry)
+        let watch = args.flag("watch")
+        let events = kernel.events.subscribe(bufferSize: 4096)
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask { await kernel.run() }
+            await waitForReaders(kernel)
+            let snapshot = await kernel.snapshot()
+            print(render(snapshot))
+            for failure in kernel.pluginFailures { printError("proxima: \(failure)") }
+            if watch {
+                print("watching events (Ctrl-C stops)…")
+                for await event in events {
+                    print("\(format(event.time))  \(event)")
+                    flushStandardOutput()
+                }
+            }
+            group.cancelAll()
+            return kernel.pluginFailures.isEmpty ? .success : .failure
+        }
+    }
+
+    /// Waits until every reader the manifest declares has appeared; discovering transports (PC/SC) get half a
+    /// second to report what they find.
+    static func waitForReaders(_ kernel: Kernel) async {
+        let declared = kernel.manifest.declaredReaders.count
+        let discovering = kernel.manifest.enabledPlugins.count > Set(kernel.manifest.declaredReaders.map(\.transport)).count
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await kernel.waitForReaders(count: discovering ? Int.max : declared) }
+            group.addTask { try? await Task.sleep(for: discovering ? .milliseconds(500) : .seconds(5)) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    static func render(_ snapshot: PoolSnapshot) -> String {
+        guard !snapshot.readers.isEmpty else { return "no readers" }
+        return table(
+            ["READER", "NAME", "TRANSPORT", "LANES", "STATE"],
+            snapshot.readers.map { r in
+                [
+                    r.info.id.rawValue, r.info.name, r.info.transport,
+                    r.lanes.isEmpty ? "shared pool" : r.lanes.map(\.rawValue).joined(separator: ","),
+                    describe(r.state) + (r.holderLane.map { " by \($0)" } ?? ""),
+                ]
+            }
+        )
+    }
+
+    static func describe(_ state: PoolSnapshot.ReaderState) -> String {
+        switch state {
+        case .idle: "idle"
+        case .leased: "leased"
+        case .faulted(let reason): "faulted: \(reason)"
+        case .vanished: "vanished"
+        }
+    }
+
+    static func format(_ time: Duration) -> String {
+        String(format: "%9.3fs", time.milliseconds / 1000)
+    }
+}
