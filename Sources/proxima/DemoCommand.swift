@@ -99,7 +99,7 @@ struct DemoReport: Sendable {
         ])
         let seconds = elapsed.milliseconds / 1000
         return "\n"
-            + table(["LANE", "TAPS", "FAILED", "WAIT p50", "WAIT p99", "TAP p50", "FAILURES BY REASON"], rows)
+            + table(["LANE", "OK", "FAILED", "WAIT p50", "WAIT p99", "TAP p50", "FAILURES BY REASON"], rows)
             + String(format: "\n\n%d taps in %.1f s (%.1f taps/s)", total, seconds, Double(total) / max(seconds, 0.001))
     }
 
