@@ -19,6 +19,7 @@ let package = Package(
         .executable(name: "FuzzBERTLV", targets: ["FuzzBERTLV"]),
         .executable(name: "FuzzAPDU", targets: ["FuzzAPDU"]),
         .executable(name: "FuzzManifest", targets: ["FuzzManifest"]),
+        .executable(name: "FuzzEMV", targets: ["FuzzEMV"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
     ],
@@ -74,7 +75,13 @@ let package = Package(
 
         // libFuzzer entry points: `swift build --product FuzzX --sanitize fuzzer --sanitize address`.
         .executableTarget(name: "FuzzBERTLV", dependencies: ["ProximaCore"], path: "Fuzz/FuzzBERTLV"),
-        .executableTarget(name: "FuzzAPDU", dependencies: ["ProximaCore"], path: "Fuzz/FuzzAPDU"),
+        .target(name: "FuzzSupport", dependencies: ["ProximaCore"], path: "Fuzz/FuzzSupport"),
+        .executableTarget(name: "FuzzAPDU", dependencies: ["ProximaCore", "FuzzSupport"], path: "Fuzz/FuzzAPDU"),
+        .executableTarget(
+            name: "FuzzEMV",
+            dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability"],
+            path: "Fuzz/FuzzEMV"
+        ),
         .executableTarget(
             name: "FuzzManifest",
             dependencies: ["ProximaCore", "ProximaKernel", "Proxima"],

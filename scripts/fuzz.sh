@@ -14,13 +14,15 @@ for target in "$@"; do
     corpus="Fuzz/corpus/$(echo "${target#Fuzz}" | tr 'A-Z' 'a-z')"
     mkdir -p "$corpus"
     log=$(mktemp)
+    # New inputs go to a scratch corpus (libFuzzer writes to the first folder); the seeds stay as committed.
+    scratch=$(mktemp -d)
     echo "fuzz: $target for ${seconds}s on $corpus"
     if ! ".build-fuzz/debug/$target" -max_total_time="$seconds" -max_len=8192 -print_final_stats=1 \
-        -artifact_prefix=Fuzz/artifacts/ "$corpus" >"$log" 2>&1; then
+        -artifact_prefix=Fuzz/artifacts/ "$scratch" "$corpus" >"$log" 2>&1; then
         tail -n 40 "$log"
         echo "fuzz: $target FAILED (input saved under Fuzz/artifacts/)"
         exit 1
     fi
     grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log" | sed "s/^/fuzz: $target /"
-    rm -f "$log"
+    rm -rf "$log" "$scratch"
 done

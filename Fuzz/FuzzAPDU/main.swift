@@ -1,44 +1,5 @@
-import Dispatch
+import FuzzSupport
 import ProximaCore
-import Synchronization
-
-/// A card whose answers come from the fuzzer's bytes: each answer is a length byte, that many data bytes (as
-/// far as they go) and a status word.
-private final class FuzzedChannel: CardChannel {
-    let reader: ReaderID = "fuzz"
-    let atr: [UInt8] = []
-    let ats: [UInt8] = []
-    let uid: [UInt8] = []
-    let technology: CardTechnology = .unknown
-    let maximumCommandLength: Int
-    let supportsExtendedLength: Bool
-    private let script: Mutex<(answers: [UInt8], offset: Int, sent: [CommandAPDU])>
-
-    init(answers: [UInt8], supportsExtendedLength: Bool, maximumCommandLength: Int) {
-        self.supportsExtendedLength = supportsExtendedLength
-        self.maximumCommandLength = maximumCommandLength
-        script = Mutex((answers, 0, []))
-    }
-
-    var sent: [CommandAPDU] { script.withLock { $0.sent } }
-
-    func transmit(_ command: CommandAPDU) async throws -> ResponseAPDU {
-        try script.withLock { state in
-            state.sent.append(command)
-            let answers = state.answers
-            guard state.offset + 3 <= answers.count else { throw ProximaError(.cardRemoved, "fuzz input ended") }
-            let length = Int(answers[state.offset])
-            let dataStart = state.offset + 1
-            let dataEnd = min(dataStart + length, answers.count - 2)
-            let data = Array(answers[dataStart..<dataEnd])
-            let status = StatusWord(answers[dataEnd], answers[dataEnd + 1])
-            state.offset = dataEnd + 2
-            return ResponseAPDU(data: data, status: status)
-        }
-    }
-
-    func close() async {}
-}
 
 /// Runs `transceive` over a fuzzed card and checks what it sent.
 private func fuzzTransceive(_ bytes: [UInt8]) {
@@ -67,9 +28,7 @@ private func fuzzTransceive(_ bytes: [UInt8]) {
     let channel = FuzzedChannel(answers: answers, supportsExtendedLength: extended, maximumCommandLength: maximum)
     let options = TransceiveOptions(maximumResponseLength: 2048, maximumGetResponseCount: 8)
 
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        defer { done.signal() }
+    runToCompletion {
         let result: ResponseAPDU
         do {
             result = try await channel.transceive(command, options: options)
@@ -94,7 +53,6 @@ private func fuzzTransceive(_ bytes: [UInt8]) {
             guard extended || !apdu.isExtended else { fatalError("sent extended \(apdu) to a short-only reader") }
         }
     }
-    done.wait()
 }
 
 /// libFuzzer entry: APDU parsing must never trap and must round-trip; `transceive` must stay within its bounds
