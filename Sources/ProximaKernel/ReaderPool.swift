@@ -77,6 +77,15 @@ public actor ReaderPool {
         var sawEligibleReader = false
     }
 
+    // Invariants, true whenever the actor is not running a method:
+    // - Reader slot `r` is free iff `present`, `healthy` and not `leased` contain it; `leased` contains it iff
+    //   `readers[r].leaseID != 0`; `activeLeaseCount` is the number of such slots.
+    // - A waiter is live iff `waiters[i].sequence != 0`. Each live waiter has exactly one entry in one queue (its
+    //   lane's any / extended queue, or its pinned reader's any / extended queue) and one in `deadlines`;
+    //   entries of dead waiters are skipped and dropped lazily. `waitingCount`, `lanes[l].waiting` and
+    //   `readers[r].pinnedWaiting` count live waiters; every live waiter's continuation is stored.
+    // - No live waiter has a free reader it could use (checked on arrival and whenever a reader frees up).
+    // - While a waiter is live, the timer is armed at `timerDeadline` ≤ the earliest live deadline.
     private static let poolCount = Atomic<UInt64>(0)
 
     private let clock: KernelClock
