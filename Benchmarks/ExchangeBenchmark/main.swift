@@ -57,7 +57,16 @@ let manifest = Manifest(
     sourcePath: nil,
     baseDirectory: ".",
     dataDirectory: "/tmp",
-    plugins: [PluginEntry(id: "sim", type: "bench-simulator", enabled: true, load: .builtin, configuration: .object([]), path: "plugins[0]")],
+    plugins: [
+        PluginEntry(
+            id: "sim",
+            type: "bench-simulator",
+            enabled: true,
+            load: .builtin,
+            configuration: .object([]),
+            path: "plugins[0]"
+        )
+    ],
     lanes: [LaneConfiguration(id: "lane", readerIDs: ["bench"])],
     capabilities: [:],
     warnings: [],
@@ -96,6 +105,20 @@ let viaTransmit = perOperation(raw, exchanges)
 let viaTransceive = perOperation(wrapped, exchanges)
 print("exchanges: \(exchanges) (checksum \(sink % 7))")
 print(String(format: "baseline  card.respond directly      %8.0f ns/APDU", base))
-print(String(format: "kernel    channel.transmit           %8.0f ns/APDU  ratio %5.2f  overhead %6.2f µs/APDU (goal ≤ 5)", viaTransmit, viaTransmit / base, (viaTransmit - base) / 1000))
-print(String(format: "kernel    channel.transceive (61xx)  %8.0f ns/APDU  ratio %5.2f  overhead %6.2f µs/APDU", viaTransceive, viaTransceive / base, (viaTransceive - base) / 1000))
+print(
+    String(
+        format: "kernel    channel.transmit           %8.0f ns/APDU  ratio %5.2f  overhead %6.2f µs/APDU (goal ≤ 5)",
+        viaTransmit,
+        viaTransmit / base,
+        (viaTransmit - base) / 1000
+    )
+)
+print(
+    String(
+        format: "kernel    channel.transceive (61xx)  %8.0f ns/APDU  ratio %5.2f  overhead %6.2f µs/APDU",
+        viaTransceive,
+        viaTransceive / base,
+        (viaTransceive - base) / 1000
+    )
+)
 print(String(format: "whole identity taps (lease, card, SELECT PPSE, release): %.0f taps/s", taps))

@@ -22,7 +22,11 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             date: TransactionDate(year: 2026, month: 11, day: 30)
         )
         do {
-            _ = try await capability.run(transaction, on: channel, context: TapContext(lane: "fuzz", reader: "fuzz", tapID: 1))
+            _ = try await capability.run(
+                transaction,
+                on: channel,
+                context: TapContext(lane: "fuzz", reader: "fuzz", tapID: 1)
+            )
         } catch is PaymentError {
         } catch let error as ProximaError {
             let expected: Set<ProximaError.Code> = [.cardRemoved, .malformedData, .unsupported, .invalidArgument]

@@ -83,7 +83,9 @@ public struct CommandAPDU: Hashable, Sendable, CustomStringConvertible {
     /// - Throws: `ProximaError.malformedData` naming the inconsistency when the bytes are no valid APDU.
     public init(bytes: [UInt8]) throws {
         let n = bytes.count
-        guard n >= 4 else { throw ProximaError(.malformedData, "command APDU of \(n) bytes is shorter than its header") }
+        guard n >= 4 else {
+            throw ProximaError(.malformedData, "command APDU of \(n) bytes is shorter than its header")
+        }
         let header = (bytes[0], bytes[1], bytes[2], bytes[3])
         var data: [UInt8] = []
         var ne: Int? = nil

@@ -22,7 +22,8 @@ public enum JSONValue: Hashable, Sendable {
         case (.number(let a), .number(let b)): a == b
         case (.string(let a), .string(let b)): a == b
         case (.array(let a), .array(let b)): a == b
-        case (.object(let a), .object(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        case (.object(let a), .object(let b)):
+            a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         default: false
         }
     }
@@ -80,7 +81,10 @@ extension JSONValue {
     /// - Throws: `ProximaError.malformedData` naming the line, column and what was expected.
     public static func parse(_ bytes: [UInt8], limits: Limits = Limits()) throws -> JSONValue {
         guard bytes.count <= limits.maxBytes else {
-            throw ProximaError(.malformedData, "JSON text of \(bytes.count) bytes exceeds the \(limits.maxBytes)-byte limit")
+            throw ProximaError(
+                .malformedData,
+                "JSON text of \(bytes.count) bytes exceeds the \(limits.maxBytes)-byte limit"
+            )
         }
         var parser = JSONParser(bytes: bytes, maxDepth: limits.maxDepth)
         return try parser.parseDocument()
@@ -188,7 +192,9 @@ private struct JSONParser {
                 throw error("duplicate member \"\(key)\"")
             }
             skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':' after \"\(key)\"") }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
+                throw error("expected ':' after \"\(key)\"")
+            }
             index += 1
             skipWhitespace()
             let value = try parseValue()

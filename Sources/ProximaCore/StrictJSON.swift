@@ -42,7 +42,10 @@ public struct StrictObject {
     /// - Throws: when absent.
     public mutating func required(_ key: String, expected: String) throws -> JSONValue {
         guard let v = value(key) else {
-            throw ProximaError(errorCode, "\(StrictObject.display(path)): missing required member \"\(key)\" (\(expected))")
+            throw ProximaError(
+                errorCode,
+                "\(StrictObject.display(path)): missing required member \"\(key)\" (\(expected))"
+            )
         }
         return v
     }
@@ -69,7 +72,11 @@ public struct StrictObject {
     }
 
     public mutating func integer(_ key: String, in range: ClosedRange<Int64>) throws -> Int64 {
-        try decodeInteger(required(key, expected: "an integer in \(range.lowerBound)…\(range.upperBound)"), at: path(of: key), in: range)
+        try decodeInteger(
+            required(key, expected: "an integer in \(range.lowerBound)…\(range.upperBound)"),
+            at: path(of: key),
+            in: range
+        )
     }
 
     public mutating func optionalInteger(_ key: String, in range: ClosedRange<Int64>) throws -> Int64? {
@@ -86,7 +93,10 @@ public struct StrictObject {
         default: throw mismatch(v, "a number in \(range.lowerBound)…\(range.upperBound)", at: path(of: key))
         }
         guard range.contains(d) else {
-            throw ProximaError(errorCode, "\(path(of: key)): \(d) is out of range, expected \(range.lowerBound)…\(range.upperBound)")
+            throw ProximaError(
+                errorCode,
+                "\(path(of: key)): \(d) is out of range, expected \(range.lowerBound)…\(range.upperBound)"
+            )
         }
         return d
     }
@@ -139,9 +149,14 @@ public struct StrictObject {
     }
 
     public func decodeInteger(_ v: JSONValue, at path: String, in range: ClosedRange<Int64>) throws -> Int64 {
-        guard case .integer(let i) = v else { throw mismatch(v, "an integer in \(range.lowerBound)…\(range.upperBound)", at: path) }
+        guard case .integer(let i) = v else {
+            throw mismatch(v, "an integer in \(range.lowerBound)…\(range.upperBound)", at: path)
+        }
         guard range.contains(i) else {
-            throw ProximaError(errorCode, "\(path): \(i) is out of range, expected \(range.lowerBound)…\(range.upperBound)")
+            throw ProximaError(
+                errorCode,
+                "\(path): \(i) is out of range, expected \(range.lowerBound)…\(range.upperBound)"
+            )
         }
         return i
     }

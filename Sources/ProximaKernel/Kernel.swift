@@ -99,7 +99,7 @@ public final class Kernel: Sendable {
                         started.resume()
                         do {
                             try await transport.run()
-                        } catch where !Task.isCancelled {
+                        } catch  where !Task.isCancelled {
                             self.recordFailure(PluginFailure(pluginID: id, reason: "stopped: \(error)"))
                         } catch {}
                     }
@@ -202,7 +202,12 @@ public final class Kernel: Sendable {
         return try await pool.withLease(request) { lease in
             let reader = lease.reader.id
             guard let transport = self.transport(for: reader) else {
-                throw ProximaError(.readerVanished, "no transport serves the reader any more", reader: reader, lane: lane)
+                throw ProximaError(
+                    .readerVanished,
+                    "no transport serves the reader any more",
+                    reader: reader,
+                    lane: lane
+                )
             }
             let context = TapContext(
                 lane: lane,
@@ -227,7 +232,12 @@ public final class Kernel: Sendable {
             } catch {
                 let failure = Kernel.normalize(error, reader: reader, lane: lane)
                 self.events.publish(
-                    KernelEvent(.readFailed(code: failure.code, reason: failure.reason), lane: lane, reader: reader, time: self.clock.now)
+                    KernelEvent(
+                        .readFailed(code: failure.code, reason: failure.reason),
+                        lane: lane,
+                        reader: reader,
+                        time: self.clock.now
+                    )
                 )
                 throw failure
             }

@@ -65,7 +65,8 @@ public struct CapabilityType: Sendable {
     public var id: CapabilityID
     public var summary: String
     /// Checks the settings object found at `path`; relative paths resolve against `baseDirectory`.
-    public var validateSettings: @Sendable (_ settings: JSONValue, _ path: String, _ baseDirectory: String) throws -> Void
+    public var validateSettings:
+        @Sendable (_ settings: JSONValue, _ path: String, _ baseDirectory: String) throws -> Void
 
     public init(
         id: CapabilityID,

@@ -29,7 +29,9 @@ enum ConfigCommand {
     }
 
     static func describe(_ manifest: Manifest, path: String) -> String {
-        var out = ["\(path): valid (schemaVersion \(manifest.schemaVersion))", "data directory: \(manifest.dataDirectory)", ""]
+        var out = [
+            "\(path): valid (schemaVersion \(manifest.schemaVersion))", "data directory: \(manifest.dataDirectory)", "",
+        ]
         out.append(
             table(
                 ["PLUGIN", "TYPE", "STATE"],

@@ -41,7 +41,12 @@ enum DemoCommand {
         let lanes = args.value("lanes") == nil ? nil : try args.integer("lanes", default: 4, in: 1...1024)
         let readers = args.value("readers") == nil ? nil : try args.integer("readers", default: 8, in: 1...4096)
         if lanes != nil || readers != nil || args.flag("no-air-time") {
-            manifest = try DemoStore.reshape(manifest, lanes: lanes, readers: readers, airTime: !args.flag("no-air-time"))
+            manifest = try DemoStore.reshape(
+                manifest,
+                lanes: lanes,
+                readers: readers,
+                airTime: !args.flag("no-air-time")
+            )
         }
         guard !manifest.lanes.isEmpty else { throw UsageError("the manifest has no lanes to run the demo on") }
 
@@ -93,7 +98,8 @@ struct DemoReport: Sendable {
         }
         let total = lanes.reduce(0) { $0 + $1.1.finished }
         rows.append([
-            "all", "\(succeeded)", "\(total - succeeded)", ms(percentile(allWaits, 0.5)), ms(percentile(allWaits, 0.99)),
+            "all", "\(succeeded)", "\(total - succeeded)", ms(percentile(allWaits, 0.5)),
+            ms(percentile(allWaits, 0.99)),
             ms(percentile(allTaps, 0.5)),
             allFailures.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "),
         ])
@@ -198,24 +204,40 @@ extension DemoStore {
             }
         }
         guard !cards.isEmpty else { throw UsageError("the simulator plugin has no card profiles to deal out") }
-        let readerCount = readers ?? (config["readers"].flatMap { if case .array(let a) = $0 { a.count } else { nil } } ?? 1)
+        let readerCount =
+            readers ?? (config["readers"].flatMap { if case .array(let a) = $0 { a.count } else { nil } } ?? 1)
         let laneCount = lanes ?? manifest.lanes.count
         let readerIDs = (0..<readerCount).map { String(format: "sim-%03d", $0 + 1) }
         let readerObjects: [JSONValue] = readerIDs.enumerated().map { i, id in
             .object([
                 ("id", .string(id)),
                 ("name", .string("Proxima Simulated Reader \(i + 1)")),
-                ("cards", .array([cards[i % cards.count]] + cards.enumerated().filter { $0.offset != i % cards.count }.map(\.element))),
-                ("arrival", .object([("pattern", .string("poisson")), ("intervalMs", .integer(intervalMs)), ("seed", .integer(Int64(i + 1)))])),
+                (
+                    "cards",
+                    .array(
+                        [cards[i % cards.count]]
+                            + cards.enumerated().filter { $0.offset != i % cards.count }.map(\.element)
+                    )
+                ),
+                (
+                    "arrival",
+                    .object([
+                        ("pattern", .string("poisson")), ("intervalMs", .integer(intervalMs)),
+                        ("seed", .integer(Int64(i + 1))),
+                    ])
+                ),
             ])
         }
         var simConfig: [(key: String, value: JSONValue)] = []
-        if case .object(let members) = config { simConfig = members.filter { $0.key != "readers" && $0.key != "airTime" } }
+        if case .object(let members) = config {
+            simConfig = members.filter { $0.key != "readers" && $0.key != "airTime" }
+        }
         simConfig.append(("airTime", .bool(airTime)))
         simConfig.append(("readers", .array(readerObjects)))
         // Lane i claims readers i, i+L, i+2L, …; with fewer readers than lanes, lane i shares reader i mod M.
         let laneObjects: [JSONValue] = (0..<laneCount).map { lane in
-            let mine = readerCount >= laneCount
+            let mine =
+                readerCount >= laneCount
                 ? Array(stride(from: lane, to: readerCount, by: laneCount)) : [lane % readerCount]
             return .object([
                 ("id", .string(String(format: "lane-%02d", lane + 1))),
@@ -226,7 +248,14 @@ extension DemoStore {
         let document: JSONValue = .object([
             ("schemaVersion", .integer(1)),
             ("dataDirectory", .string(manifest.dataDirectory)),
-            ("plugins", .array([.object([("id", .string(simulator.id)), ("type", .string("simulator")), ("config", .object(simConfig))])])),
+            (
+                "plugins",
+                .array([
+                    .object([
+                        ("id", .string(simulator.id)), ("type", .string("simulator")), ("config", .object(simConfig)),
+                    ])
+                ])
+            ),
             ("lanes", .array(laneObjects)),
         ])
         return try Manifest.parse(

@@ -45,7 +45,8 @@ enum ReadersCommand {
     /// second to report what they find.
     static func waitForReaders(_ kernel: Kernel) async {
         let declared = kernel.manifest.declaredReaders.count
-        let discovering = kernel.manifest.enabledPlugins.count > Set(kernel.manifest.declaredReaders.map(\.transport)).count
+        let discovering =
+            kernel.manifest.enabledPlugins.count > Set(kernel.manifest.declaredReaders.map(\.transport)).count
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await kernel.waitForReaders(count: discovering ? Int.max : declared) }
             group.addTask { try? await Task.sleep(for: discovering ? .milliseconds(500) : .seconds(5)) }

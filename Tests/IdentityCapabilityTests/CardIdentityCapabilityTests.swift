@@ -51,4 +51,3 @@ import Testing
         #expect(error?.reason.contains(reason) == true, "\(String(describing: error?.reason))")
     }
 }
-

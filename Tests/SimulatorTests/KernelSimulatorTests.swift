@@ -167,7 +167,9 @@ import Testing
 
     @Test func tapWithoutACardEndsAtItsDeadline() async throws {
         let manifest = try Self.manifest(
-            readers: [#"{ "id": "a", "cards": ["cards/identity-visa-like.json"], "arrival": { "pattern": "fixed", "intervalMs": 3600000 } }"#],
+            readers: [
+                #"{ "id": "a", "cards": ["cards/identity-visa-like.json"], "arrival": { "pattern": "fixed", "intervalMs": 3600000 } }"#
+            ],
             lanes: #"[{ "id": "one", "readers": ["a"] }]"#
         )
         try await Self.withKernel(manifest) { kernel in
@@ -181,7 +183,9 @@ import Testing
 
     @Test func cancellingAWaitingTapReleasesItsLease() async throws {
         let manifest = try Self.manifest(
-            readers: [#"{ "id": "a", "cards": ["cards/identity-visa-like.json"], "arrival": { "pattern": "fixed", "intervalMs": 3600000 } }"#],
+            readers: [
+                #"{ "id": "a", "cards": ["cards/identity-visa-like.json"], "arrival": { "pattern": "fixed", "intervalMs": 3600000 } }"#
+            ],
             lanes: #"[{ "id": "one", "readers": ["a"] }]"#
         )
         try await Self.withKernel(manifest) { kernel in
@@ -205,7 +209,9 @@ import Testing
 
     @Test func failFastLaneSaysReaderBusy() async throws {
         let manifest = try Self.manifest(
-            readers: [#"{ "id": "a", "cards": ["cards/identity-visa-like.json"], "arrival": { "pattern": "fixed", "intervalMs": 3600000 } }"#],
+            readers: [
+                #"{ "id": "a", "cards": ["cards/identity-visa-like.json"], "arrival": { "pattern": "fixed", "intervalMs": 3600000 } }"#
+            ],
             lanes: #"[{ "id": "one", "readers": ["a"], "queue": { "policy": "failFast" } }]"#
         )
         try await Self.withKernel(manifest) { kernel in
@@ -296,7 +302,14 @@ import Testing
         return plugins.enumerated().map { index, plugin in
             let id = if case .string(let s)? = plugin["id"] { s } else { "" }
             let type = if case .string(let s)? = plugin["type"] { s } else { "" }
-            return PluginEntry(id: id, type: type, enabled: true, load: .builtin, configuration: .object([]), path: "plugins[\(index)]")
+            return PluginEntry(
+                id: id,
+                type: type,
+                enabled: true,
+                load: .builtin,
+                configuration: .object([]),
+                path: "plugins[\(index)]"
+            )
         }
     }
 }

@@ -55,7 +55,11 @@ public struct CardIdentityCapability: Capability {
         if response.status.isSuccess {
             applications = try Self.parseDirectory(response.data)
         } else if response.status != .fileNotFound && response.status != .functionNotSupported {
-            throw ProximaError(.malformedData, "SELECT PPSE: unexpected status \(response.status)", reader: context.reader)
+            throw ProximaError(
+                .malformedData,
+                "SELECT PPSE: unexpected status \(response.status)",
+                reader: context.reader
+            )
         }
         return CardIdentity(
             technology: channel.technology,
@@ -85,7 +89,9 @@ public struct CardIdentityCapability: Capability {
             guard let aid = entry.child(0x4F)?.value, (5...16).contains(aid.count) else {
                 throw ProximaError(.malformedData, "SELECT PPSE: directory entry \(index + 1) has no valid AID (4F)")
             }
-            let label = entry.child(0x50).map { String(decoding: $0.value.filter { (0x20..<0x7F).contains($0) }, as: UTF8.self) }
+            let label = entry.child(0x50).map {
+                String(decoding: $0.value.filter { (0x20..<0x7F).contains($0) }, as: UTF8.self)
+            }
             let priority = entry.child(0x87).flatMap { $0.value.first }.map { Int($0 & 0x0F) }
             applications.append(
                 CardApplication(
