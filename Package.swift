@@ -138,6 +138,7 @@ let package = Package(
             dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator"],
             swiftSettings: strict
         ),
+        .testTarget(name: "CLITests", dependencies: ["proxima"], swiftSettings: strict),
         .testTarget(
             name: "SystemLibraryTests",
             dependencies: ["COpenSSL", "CPCSCLite", "CNFC", "CLibUSB", "CSQLite"],

@@ -115,7 +115,8 @@ enum CLI {
             case "demo":
                 return try await DemoCommand.run(rest)
             default:
-                throw UsageError("unknown command \"\(command)\"")
+                printError("proxima: unknown command \"\(command)\"\nRun 'proxima --help' for the list of commands.")
+                return .usage
             }
         } catch let error as UsageError {
             printError("proxima: \(error.description)\nRun 'proxima \(command) --help' or 'proxima --help'.")

@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+
+/// The `proxima` executable as a user runs it: exit codes, stdout and stderr.
+@Suite struct CLITests {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The `proxima` binary built next to the test bundle.
+    static var executable: URL {
+        let buildDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let beside = buildDirectory.appendingPathComponent("proxima")
+        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
+        return packageRoot.appendingPathComponent(".build/debug/proxima")
+    }
+
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = packageRoot
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes to the end before waiting, so a full pipe cannot block the child.
+        let stdoutData = out.fileHandleForReading.readDataToEndOfFile()
+        let stderrData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus,
+            stdout: String(decoding: stdoutData, as: UTF8.self),
+            stderr: String(decoding: stderrData, as: UTF8.self)
+        )
+    }
+
+    @Test func configCheckPrintsLanesAndReaders() throws {
+        let run = try Self.run(["config", "check", "Config/proxima.json"])
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("Config/proxima.json: valid"))
+        #expect(run.stdout.contains("lane-1"))
+        #expect(run.stdout.contains("shared pool: spare-1"))
+        #expect(run.stderr.isEmpty)
+    }
+
+    @Test func configCheckDefaultsToTheEnvironmentThenConfig() throws {
+        let run = try Self.run(["config", "check"], environment: ["PROXIMA_CONFIG": "/nonexistent/proxima.json"])
+        #expect(run.status == 3)
+        #expect(run.stderr.contains("/nonexistent/proxima.json"))
+    }
+
+    @Test func brokenManifestListsEveryErrorOnStderrAndExits3() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("broken-\(UUID()).json")
+        try Data(
+            #"{"schemaVersion":1,"plugins":[{"id":"sim","type":"simulatr"}],"lanes":[{"id":"a","readers":[3]}],"x":1}"#
+                .utf8
+        ).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try Self.run(["config", "check", file.path])
+        #expect(run.status == 3)
+        #expect(run.stdout.isEmpty)
+        #expect(run.stderr.contains("plugins[0].type: unknown transport type \"simulatr\""))
+        #expect(run.stderr.contains("lanes[0].readers[0]:"))
+        #expect(run.stderr.contains("x: unknown member"))
+    }
+
+    @Test(arguments: [["bogus"], ["demo", "--lanes", "x"], ["readers", "--nope"], ["config", "frobnicate"]])
+    func usageErrorsExit2(arguments: [String]) throws {
+        let run = try Self.run(arguments)
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("proxima --help"))
+    }
+
+    @Test(arguments: ["config", "readers", "demo"])
+    func everyCommandHasHelp(command: String) throws {
+        let run = try Self.run([command, "--help"])
+        #expect(run.status == 0)
+        #expect(run.stdout.hasPrefix("USAGE: proxima \(command)"))
+    }
+
+    @Test func readersListsTheSimulatedReaders() throws {
+        let run = try Self.run(["readers"])
+        #expect(run.status == 0)
+        let lines = run.stdout.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("READER") == true)
+        #expect(lines.count == 9)  // header + 8 readers
+        #expect(run.stdout.contains("spare-1"))
+        #expect(run.stdout.contains("shared pool"))
+    }
+
+    @Test func demoServesEveryTapAndEndsWithASummary() throws {
+        let run = try Self.run(["demo", "--lanes", "3", "--readers", "2", "--taps", "12", "--arrival-ms", "1", "--no-air-time"])
+        #expect(run.status == 0)
+        let summary = try #require(run.stdout.components(separatedBy: "\n").first { $0.hasPrefix("all ") })
+        let columns = summary.split(separator: " ", omittingEmptySubsequences: true)
+        #expect(columns[1] == "12")  // every tap served
+        #expect(columns[2] == "0")  // none failed
+        #expect(run.stdout.contains("lane-03"))
+    }
+}
