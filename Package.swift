@@ -55,7 +55,7 @@ let package = Package(
         ),
         .target(
             name: "IdentityCapability",
-            dependencies: ["ProximaCore"],
+            dependencies: ["ProximaCore", "PaymentCapability"],
             path: "Plugins/Capabilities/Identity",
             swiftSettings: strict
         ),
@@ -63,7 +63,7 @@ let package = Package(
             name: "Proxima",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "ProximaCardEmulator",
-                "IdentityCapability",
+                "IdentityCapability", "PaymentCapability", "ProximaCrypto",
             ],
             swiftSettings: strict
         ),
@@ -87,6 +87,8 @@ let package = Package(
             dependencies: ["ProximaCore", "ProximaKernel", "Proxima"],
             path: "Fuzz/FuzzManifest"
         ),
+
+        .executableTarget(name: "TapToPayExample", dependencies: ["Proxima"], path: "Examples/TapToPayExample"),
 
         .executableTarget(
             name: "SchedulerBenchmark",
@@ -114,7 +116,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SimulatorTests",
-            dependencies: ["ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator", "Proxima"],
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator", "Proxima",
+                "IdentityCapability", "PaymentCapability",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -123,8 +128,13 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "ProximaTests",
+            dependencies: ["Proxima", "ProximaCore", "ProximaKernel", "ProximaCrypto", "PaymentCapability"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "IdentityCapabilityTests",
-            dependencies: ["ProximaCore", "IdentityCapability"],
+            dependencies: ["ProximaCore", "IdentityCapability", "PaymentCapability"],
             swiftSettings: strict
         ),
         .testTarget(name: "ProximaCryptoTests", dependencies: ["ProximaCore", "ProximaCrypto"], swiftSettings: strict),

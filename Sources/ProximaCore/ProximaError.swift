@@ -82,3 +82,10 @@ public struct ProximaError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unsupported = Code(.unsupported)
     }
 }
+
+/// An error type of a plugin's own (a capability's `PaymentError`, …) that the kernel passes through to the
+/// caller unchanged but can still classify for events and metrics.
+public protocol ClassifiedError: Error, CustomStringConvertible {
+    /// The kernel code closest to this error (`malformedData` for a card answer that cannot be used, …).
+    var kernelCode: ProximaError.Code { get }
+}

@@ -231,13 +231,14 @@ public final class Kernel: Sendable {
                 return result
             } catch {
                 let failure = Kernel.normalize(error, reader: reader, lane: lane)
+                let (code, reason) =
+                    switch failure {
+                    case let e as ProximaError: (e.code, e.reason)
+                    case let e as any ClassifiedError: (e.kernelCode, e.description)
+                    default: (ProximaError.Code.pluginFailed, "\(type(of: failure))")
+                    }
                 self.events.publish(
-                    KernelEvent(
-                        .readFailed(code: failure.code, reason: failure.reason),
-                        lane: lane,
-                        reader: reader,
-                        time: self.clock.now
-                    )
+                    KernelEvent(.readFailed(code: code, reason: reason), lane: lane, reader: reader, time: self.clock.now)
                 )
                 throw failure
             }
@@ -273,12 +274,13 @@ public final class Kernel: Sendable {
         }
     }
 
-    /// Any error from a tap as a `ProximaError` carrying reader and lane.
-    static func normalize(_ error: any Error, reader: ReaderID, lane: LaneID) -> ProximaError {
+    /// A tap's error as the caller sees it: kernel and transport errors as `ProximaError` carrying reader and
+    /// lane; a capability's own error type (`PaymentError`, …) unchanged, so the API layer can map it.
+    static func normalize(_ error: any Error, reader: ReaderID, lane: LaneID) -> any Error {
         switch error {
         case let e as ProximaError: e.at(reader: reader, lane: lane)
         case is CancellationError: ProximaError(.cancelled, "tap cancelled", reader: reader, lane: lane)
-        default: ProximaError(.transmitFailed, "\(error)", reader: reader, lane: lane)
+        default: error
         }
     }
 }

@@ -1,4 +1,5 @@
 import IdentityCapability
+import PaymentCapability
 import ProximaCore
 import Testing
 
@@ -21,7 +22,7 @@ import Testing
         try channel.finish()
         #expect(identity.uidLength == 7)
         #expect(identity.directoryStatus == .success)
-        #expect(identity.applications.map { $0.identifier.hexString } == ["A0000000031010", "A0000000041010"])
+        #expect(identity.applications.map(\.applicationIdentifier.hexString) == ["A0000000031010", "A0000000041010"])
         #expect(identity.applications.map(\.label) == ["TEV", "TES"])
         #expect(identity.applications.map(\.priority) == [1, 2])
     }
@@ -35,19 +36,27 @@ import Testing
     }
 
     @Test(arguments: [
-        ("6F0584031234569000", "no issuer discretionary data"),
+        ("6F0584031234569000", "no proprietary template (A5)"),
         ("6F10840E325041592E5359539000", "exceeds"),
-        ("7005A503BF0C009000", "FCI template 6F expected"),
-        ("6F0AA508BF0C0561035001589000", "no valid AID"),
+        ("7005A503BF0C009000", "FCI: template 6F expected, found 70"),
     ])
     func malformedDirectoryNamesTheStep(responseHex: String, reason: String) async throws {
         let channel = ScriptedChannel()
         channel.expect(Self.selectPPSE, respond: responseHex)
-        let error = await #expect(throws: ProximaError.self) {
+        let error = await #expect(throws: PaymentError.self) {
             try await CardIdentityCapability().run(.init(), on: channel, context: context)
         }
-        #expect(error?.code == .malformedData)
-        #expect(error?.reason.hasPrefix("SELECT PPSE") == true)
+        #expect(error?.code == .cardReadFailed)
+        #expect(error?.step == "SELECT PPSE")
         #expect(error?.reason.contains(reason) == true, "\(String(describing: error?.reason))")
+    }
+
+    /// EMV Book B §3.3.2.5: a directory entry without a valid ADF Name is skipped, not fatal.
+    @Test func entryWithoutAnAIDIsSkipped() async throws {
+        let channel = ScriptedChannel()
+        channel.expect(Self.selectPPSE, respond: "6F0AA508BF0C0561035001589000")
+        let identity = try await CardIdentityCapability().run(.init(), on: channel, context: context)
+        #expect(identity.directoryStatus == .success)
+        #expect(identity.applications.isEmpty)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IdentityCapability
+import PaymentCapability
 import Proxima
 import ProximaCore
 import ProximaKernel
@@ -62,7 +63,7 @@ import Testing
         try await Self.withKernel(manifest) { kernel in
             let one = try await Self.readIdentity(kernel, lane: "one")
             let two = try await Self.readIdentity(kernel, lane: "two")
-            #expect(one.applications.map(\.identifier.hexString) == ["A0000000031010"])
+            #expect(one.applications.map(\.applicationIdentifier.hexString) == ["A0000000031010"])
             #expect(two.applications.count == 2)
             let snapshot = await kernel.snapshot()
             #expect(snapshot.activeLeaseCount == 0)
@@ -120,9 +121,17 @@ import Testing
             lanes: #"[{ "id": "one", "readers": ["a"] }]"#
         )
         try await Self.withKernel(manifest) { kernel in
-            let error = await proximaError { try await Self.readIdentity(kernel, lane: "one") }
-            #expect(error?.code == .malformedData)
-            #expect(error?.reason.hasPrefix("SELECT PPSE") == true)
+            let events = kernel.events.subscribe()
+            let error = await #expect(throws: PaymentError.self) { try await Self.readIdentity(kernel, lane: "one") }
+            #expect(error?.code == .cardReadFailed)
+            #expect(error?.step == "SELECT PPSE")
+            #expect(error?.reader == "a")
+            // The kernel passes the capability's error through and still classifies it for events.
+            for await event in events {
+                guard case .readFailed(let code, _) = event.kind else { continue }
+                #expect(code == .malformedData)
+                break
+            }
             #expect(await kernel.snapshot().readers.first?.state == .idle)
         }
     }

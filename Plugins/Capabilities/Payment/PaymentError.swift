@@ -26,7 +26,7 @@ public struct PaymentError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A copy that names `reader`, keeping one already set.
-    func at(reader: ReaderID) -> PaymentError {
+    public func at(reader: ReaderID) -> PaymentError {
         PaymentError(code, step: step, reason, reader: self.reader ?? reader)
     }
 
@@ -55,6 +55,11 @@ public struct PaymentError: Error, Hashable, Sendable, CustomStringConvertible {
         /// country code beyond 3 digits, an impossible date. The API layer validates first; this is the backstop.
         public static let invalidTransaction = Code(.invalidTransaction)
     }
+}
+
+extension PaymentError: ClassifiedError {
+    /// `malformedData` for an unusable card answer, `invalidArgument` for a transaction EMV cannot express.
+    public var kernelCode: ProximaError.Code { code == .cardReadFailed ? .malformedData : .invalidArgument }
 }
 
 /// Card-answer parsing: each failure names the step, as `PaymentError.cardReadFailed`.
