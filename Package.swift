@@ -145,7 +145,9 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator"],
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator", "PaymentCapability",
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "CLITests", dependencies: ["proxima"], swiftSettings: strict),

@@ -1,6 +1,6 @@
+import PCSCTransport
 import ProximaCore
 public import ProximaKernel
-import PCSCTransport
 import SimulatorTransport
 
 /// The plugin types compiled into Proxima, registered in code: the manifest's `type` picks one.
@@ -40,6 +40,7 @@ public enum BuiltinPlugins {
                 try StrictObject(settings, at: path).finish()
             }
         )
+        registry.register(PaymentSettings.capabilityType)
         return registry
     }()
 }

@@ -1,0 +1,406 @@
+import Foundation
+public import ProximaCore
+public import ProximaCrypto
+
+/// The encrypted card data of a read (`PaymentCardReadResult.paymentCardData`): a JSON document with the EMV data
+/// a processor needs, sealed with HPKE (RFC 9180 base mode, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-128-GCM)
+/// to the processor's public key. `Docs/card-data-envelope.md` specifies it byte for byte.
+///
+/// ```
+/// offset  size  field
+///      0     4  magic "PXE1" (50 58 45 31)
+///      4     1  version 01
+///      5     2  kem_id 0010   (DHKEM(P-256, HKDF-SHA256))
+///      7     2  kdf_id 0001   (HKDF-SHA256)
+///      9     2  aead_id 0001  (AES-128-GCM)
+///     11     2  enc length 0041 (65)
+///     13    65  enc: the ephemeral public key, uncompressed SEC 1
+///     78     4  ciphertext length N, big-endian
+///     82     N  ciphertext: AES-128-GCM of the JSON payload, 16-byte tag last
+/// ```
+///
+/// HPKE `info` is the 29 ASCII bytes `proxima card data envelope v1`; the AEAD's additional data is the header,
+/// bytes 0–81, so no header byte can be changed without the open failing. `paymentCardData` is the envelope in
+/// standard base64 with padding.
+public enum CardDataEnvelope {
+    /// `PXE1`.
+    public static let magic: [UInt8] = [0x50, 0x58, 0x45, 0x31]
+    public static let version: UInt8 = 1
+    /// HPKE `info`: `proxima card data envelope v1`.
+    public static let info: [UInt8] = Array("proxima card data envelope v1".utf8)
+    /// Bytes before the ciphertext; they are the AEAD's additional data.
+    public static let headerByteCount = 82
+    /// The largest envelope accepted by ``open(_:privateKey:now:)-(_,P256.PrivateKey,_)``.
+    public static let maximumByteCount = 64 * 1024
+
+    /// What an envelope carries.
+    ///
+    /// Its `description`, debug description and reflection mask the PAN (`5A`) and track 2 (`57`); use
+    /// ``formatted(revealingPAN:)`` to show them on purpose.
+    public struct Contents: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+        CustomReflectable
+    {
+        /// `purchase`, `refund` or `verification` (a card check without a charge).
+        public enum Kind: String, Hashable, Sendable, CaseIterable {
+            case purchase, refund, verification
+        }
+
+        /// `txn`: the read's id, as ``PaymentCardReadResult/id``.
+        public var transactionID: String
+        public var kind: Kind
+        /// `amount`: a decimal string with exactly the currency's minor-unit digits (`29.99`, `500`, `1.250`).
+        public var amount: String
+        /// `currency`: the ISO 4217 alphabetic code.
+        public var currencyCode: String
+        /// `merchant`: the merchant id of the token used for the read.
+        public var merchantID: String
+        /// `reader`: the kernel's reader identifier (`capabilities.payment.readerIdentifier`).
+        public var readerIdentifier: String
+        /// `lane`: the lane the read ran on.
+        public var lane: String
+        /// `device`: the physical reader that read the card.
+        public var device: String
+        /// `readAt`: when the card was read (whole seconds).
+        public var readAt: Date
+        /// `expiresAt`: after this the processor must refuse the envelope.
+        public var expiresAt: Date
+        /// `outcome`: the EMV outcome (`onlineRequest`, `approved`, `declined`, …).
+        public var outcome: String
+        /// `cvm`: the cardholder verification the card asked for (`noCVM`, `onlinePIN`, `signature`,
+        /// `consumerDevice`, `failed`).
+        public var cardholderVerification: String
+        /// `emv`: the EMV data objects in the order they were written.
+        public var emv: [TLV]
+
+        public init(
+            transactionID: String,
+            kind: Kind,
+            amount: String,
+            currencyCode: String,
+            merchantID: String,
+            readerIdentifier: String,
+            lane: String,
+            device: String,
+            readAt: Date,
+            expiresAt: Date,
+            outcome: String,
+            cardholderVerification: String,
+            emv: [TLV]
+        ) {
+            self.transactionID = transactionID
+            self.kind = kind
+            self.amount = amount
+            self.currencyCode = currencyCode
+            self.merchantID = merchantID
+            self.readerIdentifier = readerIdentifier
+            self.lane = lane
+            self.device = device
+            self.readAt = Date(timeIntervalSince1970: readAt.timeIntervalSince1970.rounded(.down))
+            self.expiresAt = Date(timeIntervalSince1970: expiresAt.timeIntervalSince1970.rounded(.down))
+            self.outcome = outcome
+            self.cardholderVerification = cardholderVerification
+            self.emv = emv
+        }
+
+        /// The value of an EMV tag.
+        public subscript(tag: TLVTag) -> [UInt8]? { emv.first { $0.tag == tag }?.value }
+
+        /// The EMV data as BER-TLV, in order: an authorisation message's field 55.
+        public var field55: [UInt8] { emv.flatMap(\.bytes) }
+
+        /// The plaintext: compact JSON, members in the documented order.
+        public var jsonText: String {
+            JSONValue.object([
+                ("v", .integer(1)),
+                ("txn", .string(transactionID)),
+                ("type", .string(kind.rawValue)),
+                ("amount", .string(amount)),
+                ("currency", .string(currencyCode)),
+                ("merchant", .string(merchantID)),
+                ("reader", .string(readerIdentifier)),
+                ("lane", .string(lane)),
+                ("device", .string(device)),
+                ("readAt", .integer(Int64(readAt.timeIntervalSince1970))),
+                ("expiresAt", .integer(Int64(expiresAt.timeIntervalSince1970))),
+                ("outcome", .string(outcome)),
+                ("cvm", .string(cardholderVerification)),
+                ("emv", .object(emv.map { ($0.tag.bytes.hexString, .string($0.value.hexString)) })),
+            ]).jsonText
+        }
+
+        /// Tags whose values are cardholder data: masked unless revealed.
+        static let sensitiveTags: Set<TLVTag> = [0x5A, 0x57, 0x56, 0x5F20, 0x9F6B, 0x9F1F, 0x9F20]
+
+        /// A multi-line report for people (the `proxima psp decrypt` output): every field and tag, the PAN shown
+        /// as its last four digits and track data as its length unless `revealingPAN` is set.
+        public func formatted(revealingPAN: Bool = false) -> String {
+            var lines = [
+                "transaction  \(transactionID)",
+                "type         \(kind.rawValue)",
+                "amount       \(amount) \(currencyCode)",
+                "merchant     \(merchantID)",
+                "reader       \(readerIdentifier) (lane \(lane), device \(device))",
+                "read at      \(AccountLinkStore.format(readAt))",
+                "expires at   \(AccountLinkStore.format(expiresAt))",
+                "outcome      \(outcome), CVM \(cardholderVerification)",
+                "EMV data     \(emv.count) tags",
+            ]
+            for object in emv {
+                let tag = object.tag.bytes.hexString
+                let padded = tag + String(repeating: " ", count: max(1, 6 - tag.count))
+                lines.append("  \(padded)\(revealingPAN ? object.value.hexString : Self.masked(object))")
+            }
+            return lines.joined(separator: "\n")
+        }
+
+        /// A masked rendering of one data object.
+        static func masked(_ object: TLV) -> String {
+            guard sensitiveTags.contains(object.tag) else { return object.value.hexString }
+            if object.tag == 0x5A, let digits = panDigits(object.value), digits.count >= 4 {
+                return "•••• \(digits.suffix(4)) (PAN masked)"
+            }
+            return "(\(object.value.count) bytes masked)"
+        }
+
+        /// The digits of a BCD PAN (`F` padding removed), or `nil` when not BCD.
+        private static func panDigits(_ value: [UInt8]) -> String? {
+            var digits = ""
+            for nibble in value.flatMap({ [$0 >> 4, $0 & 0x0F] }) {
+                if nibble == 0x0F { break }
+                guard nibble <= 9 else { return nil }
+                digits.append(Character(Unicode.Scalar(0x30 + nibble)))
+            }
+            return digits
+        }
+
+        /// Fields and tag names; no value of a sensitive tag.
+        public var description: String {
+            let tags = emv.map { $0.tag.bytes.hexString }.joined(separator: " ")
+            return "CardDataEnvelope.Contents(\(transactionID), \(kind.rawValue) \(amount) \(currencyCode), "
+                + "merchant \(merchantID), reader \(readerIdentifier), lane \(lane), \(outcome), tags: \(tags))"
+        }
+
+        public var debugDescription: String { description }
+
+        public var customMirror: Mirror { Mirror(self, children: ["summary": description], displayStyle: .struct) }
+    }
+
+    // MARK: Sealing
+
+    /// Seals `contents` to the processor key: a fresh ephemeral key per envelope.
+    /// - Returns: The envelope bytes (see the type's documentation).
+    /// - Throws: `CryptoError` if OpenSSL fails; `ProximaError.invalidArgument` for a payload above the size limit.
+    public static func seal(_ contents: Contents, to publicKey: P256.PublicKey) throws -> [UInt8] {
+        let plaintext = Array(contents.jsonText.utf8)
+        let ciphertextCount = plaintext.count + 16
+        guard headerByteCount + ciphertextCount <= maximumByteCount else {
+            throw ProximaError(.invalidArgument, "card data of \(plaintext.count) bytes exceeds the envelope limit")
+        }
+        var sender = try HPKE.Sender(recipientKey: publicKey, info: info)
+        let header = Self.header(enc: sender.encapsulatedKey, ciphertextCount: ciphertextCount)
+        let ciphertext = try sender.seal(plaintext, aad: header)
+        return header + ciphertext
+    }
+
+    /// The 82 header bytes for an `enc` and a ciphertext length.
+    public static func header(enc: [UInt8], ciphertextCount: Int) -> [UInt8] {
+        var header = magic + [version]
+        header += bigEndian(HPKE.kemID) + bigEndian(HPKE.kdfID) + bigEndian(HPKE.aeadID)
+        header += bigEndian(UInt16(enc.count)) + enc
+        header += [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: UInt32(ciphertextCount) >> UInt32($0)) }
+        return header
+    }
+
+    private static func bigEndian(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
+
+    // MARK: Opening
+
+    /// Opens a `paymentCardData` string (standard base64 of the envelope).
+    /// - Throws: ``CardDataEnvelopeError`` (`malformed` also for text that is not base64).
+    public static func open(_ paymentCardData: String, privateKey: P256.PrivateKey, now: Date = Date()) throws
+        -> Contents
+    {
+        let text = paymentCardData.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.utf8.count <= maximumByteCount * 2, let bytes = Base64.decode(text) else {
+            throw CardDataEnvelopeError(.malformed, "paymentCardData is not standard base64")
+        }
+        return try open(bytes, privateKey: privateKey, now: now)
+    }
+
+    /// Opens an envelope with the processor's private key and checks that it has not expired.
+    ///
+    /// - Parameters:
+    ///   - envelope: The envelope bytes.
+    ///   - privateKey: The processor's private key.
+    ///   - now: The processor's clock; the envelope must be opened before its `expiresAt`.
+    /// - Throws: ``CardDataEnvelopeError`` with code `malformed` (bad magic, lengths, trailing bytes),
+    ///   `unsupported` (another version or HPKE suite), `decryptionFailed` (wrong key or altered bytes),
+    ///   `invalidPayload` (the JSON is not a valid payload) or `expired`.
+    public static func open(_ envelope: [UInt8], privateKey: P256.PrivateKey, now: Date = Date()) throws -> Contents {
+        guard envelope.count <= maximumByteCount else {
+            throw CardDataEnvelopeError(.malformed, "envelope of \(envelope.count) bytes exceeds \(maximumByteCount)")
+        }
+        guard envelope.count >= headerByteCount + 16 else {
+            throw CardDataEnvelopeError(
+                .malformed,
+                "envelope of \(envelope.count) bytes is shorter than the \(headerByteCount)-byte header and a tag"
+            )
+        }
+        guard Array(envelope[0..<4]) == magic else {
+            throw CardDataEnvelopeError(.malformed, "bytes 0-3 are \(envelope[0..<4].hexString), not \"PXE1\"")
+        }
+        guard envelope[4] == version else {
+            throw CardDataEnvelopeError(.unsupported, "envelope version \(envelope[4]); this build opens version 1")
+        }
+        let suite = (uint16(envelope, 5), uint16(envelope, 7), uint16(envelope, 9))
+        guard suite == (HPKE.kemID, HPKE.kdfID, HPKE.aeadID) else {
+            throw CardDataEnvelopeError(
+                .unsupported,
+                "HPKE suite kem \(suite.0) kdf \(suite.1) aead \(suite.2); expected kem 16 (DHKEM P-256), kdf 1, aead 1"
+            )
+        }
+        let encCount = Int(uint16(envelope, 11))
+        guard encCount == HPKE.encapsulatedKeyByteCount else {
+            throw CardDataEnvelopeError(.malformed, "enc length \(encCount) at offset 11; expected 65")
+        }
+        let ciphertextCount = envelope[78..<82].reduce(0) { $0 << 8 | Int($1) }
+        guard ciphertextCount == envelope.count - headerByteCount else {
+            throw CardDataEnvelopeError(
+                .malformed,
+                "ciphertext length \(ciphertextCount) at offset 78, but \(envelope.count - headerByteCount) bytes follow"
+            )
+        }
+        let plaintext: [UInt8]
+        do {
+            plaintext = try HPKE.open(
+                enc: Array(envelope[13..<78]),
+                privateKey: privateKey,
+                info: info,
+                aad: Array(envelope[0..<headerByteCount]),
+                ciphertext: Array(envelope[headerByteCount...])
+            )
+        } catch {
+            let code = (error as? CryptoError).map { "\($0.code)" } ?? "\(error)"
+            throw CardDataEnvelopeError(
+                .decryptionFailed,
+                "the envelope does not open with this key (wrong processor key, or altered bytes): \(code)"
+            )
+        }
+        let contents = try parse(plaintext)
+        guard now < contents.expiresAt else {
+            throw CardDataEnvelopeError(
+                .expired,
+                "the card data expired at \(AccountLinkStore.format(contents.expiresAt)) (now "
+                    + "\(AccountLinkStore.format(now))); the processor must refuse it"
+            )
+        }
+        return contents
+    }
+
+    private static func uint16(_ bytes: [UInt8], _ offset: Int) -> UInt16 {
+        UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
+    }
+
+    /// Parses and checks the JSON payload.
+    static func parse(_ plaintext: [UInt8]) throws -> Contents {
+        do {
+            let json = try JSONValue.parse(plaintext, limits: JSONValue.Limits(maxDepth: 4, maxBytes: maximumByteCount))
+            var object = try StrictObject(json, at: "", errorCode: .malformedData)
+            _ = try object.integer("v", in: 1...1)
+            let kindText = try object.string("type")
+            guard let kind = Contents.Kind(rawValue: kindText) else {
+                throw object.fail("type", "\"\(kindText)\" is not purchase, refund or verification")
+            }
+            let transaction = try object.string("txn")
+            let amount = try object.string("amount")
+            let currency = try object.string("currency")
+            let merchant = try object.string("merchant")
+            let reader = try object.string("reader")
+            let lane = try object.string("lane")
+            let device = try object.string("device")
+            let readAt = try object.integer("readAt", in: 0...Int64(UInt32.max))
+            let expiresAt = try object.integer("expiresAt", in: 0...Int64(UInt32.max))
+            let outcome = try object.string("outcome")
+            let cvm = try object.string("cvm")
+            let emvValue = try object.required("emv", expected: "an object of tag → hex value")
+            let emvPath = object.path(of: "emv")
+            try object.finish()
+            guard case .object(let members) = emvValue else {
+                throw object.mismatch(emvValue, "an object of tag → hex value", at: emvPath)
+            }
+            let emv = try members.map { member -> TLV in
+                guard let tagBytes = strictHex(member.key), let tag = TLVTag(bytes: tagBytes) else {
+                    throw ProximaError(.malformedData, "\(emvPath): \"\(member.key)\" is not a BER-TLV tag in hex")
+                }
+                guard case .string(let hex) = member.value, let value = strictHex(hex) else {
+                    throw ProximaError(.malformedData, "\(emvPath).\(member.key): expected a hex string")
+                }
+                return try TLV(tag: tag, encodedValue: value)
+            }
+            return Contents(
+                transactionID: transaction,
+                kind: kind,
+                amount: amount,
+                currencyCode: currency,
+                merchantID: merchant,
+                readerIdentifier: reader,
+                lane: lane,
+                device: device,
+                readAt: Date(timeIntervalSince1970: TimeInterval(readAt)),
+                expiresAt: Date(timeIntervalSince1970: TimeInterval(expiresAt)),
+                outcome: outcome,
+                cardholderVerification: cvm,
+                emv: emv
+            )
+        } catch let error as ProximaError {
+            throw CardDataEnvelopeError(.invalidPayload, "the decrypted payload is not valid: \(error.reason)")
+        }
+    }
+
+    /// Hex digits only (either case), an even count.
+    private static func strictHex(_ text: String) -> [UInt8]? {
+        guard text.utf8.count.isMultiple(of: 2),
+            text.utf8.allSatisfy({ byte in
+                (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
+            })
+        else { return nil }
+        return [UInt8](hex: text)
+    }
+}
+
+/// Why a card data envelope did not open.
+public struct CardDataEnvelopeError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let code: Code
+    public let reason: String
+
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public var description: String { "\(code): \(reason)" }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// A stable error code. Compare codes, never reasons.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Backing: String, Hashable, Sendable {
+            case malformed, unsupported, decryptionFailed, invalidPayload, expired
+        }
+        private let backing: Backing
+        private init(_ backing: Backing) { self.backing = backing }
+        public var description: String { backing.rawValue }
+
+        /// Not an envelope: wrong magic, a length that does not match, trailing bytes, not base64.
+        public static let malformed = Code(.malformed)
+        /// Another envelope version or HPKE suite.
+        public static let unsupported = Code(.unsupported)
+        /// The HPKE open failed: another processor key, or bytes changed on the way.
+        public static let decryptionFailed = Code(.decryptionFailed)
+        /// The plaintext is not the documented JSON payload.
+        public static let invalidPayload = Code(.invalidPayload)
+        /// `expiresAt` has passed.
+        public static let expired = Code(.expired)
+    }
+}
