@@ -69,7 +69,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "proxima",
-            dependencies: ["Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability"],
+            dependencies: [
+                "Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability",
+                "PaymentCapability",
+            ],
             swiftSettings: strict
         ),
 

@@ -43,17 +43,22 @@ public final class PaymentCardReader: Sendable {
         public var readTimeout: Duration?
         /// How long ``PaymentCardReaderSession/prepare()`` waits for a reader of the lane to be present.
         public var prepareTimeout: Duration
+        /// Read only on this reader (by kernel reader id), whatever lane it belongs to: for lane wiring checks and
+        /// support. `nil` lets the kernel route the read to any free reader of the lane.
+        public var pinnedReader: ReaderID?
 
         public init(
             includeErrorInReadResult: Bool = false,
             returnReadResultImmediately: Bool = false,
             readTimeout: Duration? = .seconds(60),
-            prepareTimeout: Duration = .seconds(30)
+            prepareTimeout: Duration = .seconds(30),
+            pinnedReader: ReaderID? = nil
         ) {
             self.includeErrorInReadResult = includeErrorInReadResult
             self.returnReadResultImmediately = returnReadResultImmediately
             self.readTimeout = readTimeout
             self.prepareTimeout = prepareTimeout
+            self.pinnedReader = pinnedReader
         }
     }
 
@@ -272,10 +277,13 @@ public final class PaymentCardReader: Sendable {
     func waitForLaneReader(_ binding: Binding, timeout: Duration) async -> Bool {
         let kernel = binding.kernel
         guard let lane = kernel.manifest.lanes.first(where: { $0.id == binding.lane }) else { return false }
+        let pinned = options.pinnedReader
         func ready(_ snapshot: PoolSnapshot) -> Bool {
             snapshot.readers.contains { reader in
-                (reader.lanes.contains(lane.id) || (reader.isShared && lane.overflowToShared))
-                    && (reader.state == .idle || reader.state == .leased)
+                let serves =
+                    pinned.map { reader.info.id == $0 }
+                    ?? (reader.lanes.contains(lane.id) || (reader.isShared && lane.overflowToShared))
+                return serves && (reader.state == .idle || reader.state == .leased)
             }
         }
         let changes = kernel.events.subscribe(bufferSize: 64)

@@ -187,7 +187,7 @@ public final class PaymentCardReaderSession: Sendable {
         let kernel = binding.kernel
         let lane = binding.lane
         let subscription = kernel.events.subscribe(bufferSize: 1024)
-        let options = TapOptions(timeout: reader.options.readTimeout)
+        let options = TapOptions(reader: reader.options.pinnedReader, timeout: reader.options.readTimeout)
 
         enum Ending: Sendable {
             case tapped(Result<TapOutput, any Error>)

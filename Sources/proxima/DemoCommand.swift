@@ -1,5 +1,6 @@
 import Foundation
 import IdentityCapability
+import PaymentCapability
 import Proxima
 import ProximaCore
 import ProximaKernel
@@ -51,7 +52,9 @@ enum DemoCommand {
         guard !manifest.lanes.isEmpty else { throw UsageError("the manifest has no lanes to run the demo on") }
 
         let kernel = Kernel(manifest: manifest, registry: BuiltinPlugins.registry)
-        let store = DemoStore(kernel: kernel, taps: taps, meanArrival: .milliseconds(arrival))
+        let mode = try DemoStore.Mode(manifest: manifest)
+        print(mode.banner)
+        let store = DemoStore(kernel: kernel, taps: taps, meanArrival: .milliseconds(arrival), mode: mode)
         let report = await withTaskGroup(of: Void.self) { group in
             group.addTask { await kernel.run() }
             let report = await store.run()
@@ -123,6 +126,32 @@ struct DemoStore: Sendable {
     let kernel: Kernel
     let taps: Int
     let meanArrival: Duration
+    let mode: Mode
+
+    /// What each customer's tap does.
+    enum Mode: Sendable {
+        /// A payment through the Apple-shaped API, with a sandbox processor token; the processor side then
+        /// opens every envelope, as a real one would.
+        case payment(PaymentProcessorSandbox, PaymentCardReader.Token)
+        /// Card identity only (SELECT PPSE), for manifests without payment settings.
+        case identity
+
+        init(manifest: Manifest) throws {
+            guard manifest.capabilities["payment"] != nil else {
+                self = .identity
+                return
+            }
+            let sandbox = try PaymentProcessorSandbox(manifest: manifest)
+            self = .payment(sandbox, try sandbox.issueToken(merchantID: PSPCommand.defaultMerchant))
+        }
+
+        var banner: String {
+            switch self {
+            case .payment: "demo: payments on every lane (sandbox processor token, merchant \(PSPCommand.defaultMerchant))"
+            case .identity: "demo: card identity reads on every lane (the manifest has no payment settings)"
+            }
+        }
+    }
 
     func run() async -> DemoReport {
         let lanes = kernel.manifest.lanes.map(\.id)
@@ -133,9 +162,17 @@ struct DemoStore: Sendable {
             }
         }
         let start = ContinuousClock.now
+        let grants = kernel.events.subscribe(bufferSize: 65_536)
         await withTaskGroup(of: Void.self) { group in
             let view = LiveView(lanes: lanes, stats: stats)
             group.addTask { await view.run() }
+            // Queue waits come from the kernel's own lease events: the time each request waited for a reader.
+            group.addTask {
+                for await event in grants {
+                    guard case .leaseGranted(_, let waited) = event.kind, let lane = event.lane else { continue }
+                    stats.withLock { $0[lane]?.queueWaits.append(waited) }
+                }
+            }
             await withTaskGroup(of: Void.self) { customers in
                 for (index, lane) in lanes.enumerated() {
                     let planned = stats.withLock { $0[lane]?.planned ?? 0 }
@@ -167,23 +204,60 @@ struct DemoStore: Sendable {
     private func serveCustomer(on lane: LaneID, stats: DemoLedger) async {
         let arrived = ContinuousClock.now
         do {
-            let (identity, waited) = try await kernel.tap(lane: lane, options: TapOptions(timeout: .seconds(60))) {
-                channel,
-                context in
-                (try await CardIdentityCapability().run(.init(), on: channel, context: context), context.queueWait)
+            switch mode {
+            case .payment(let sandbox, let token):
+                try await pay(on: lane, sandbox: sandbox, token: token)
+            case .identity:
+                _ = try await kernel.tap(lane: lane, options: TapOptions(timeout: .seconds(60))) { channel, context in
+                    try await CardIdentityCapability().run(.init(), on: channel, context: context)
+                }
             }
-            _ = identity
             let total = ContinuousClock.now - arrived
             stats.withLock {
                 $0[lane]?.succeeded += 1
-                $0[lane]?.queueWaits.append(waited)
                 $0[lane]?.tapTimes.append(total)
             }
         } catch {
-            let reason = (error as? ProximaError)?.code.description ?? "\(type(of: error))"
-            stats.withLock { $0[lane]?.failures[reason, default: 0] += 1 }
+            stats.withLock { $0[lane]?.failures[Self.reason(error), default: 0] += 1 }
         }
     }
+
+    /// One customer paying: the POS code of a lane, as an app would write it with `import Proxima`.
+    private func pay(on lane: LaneID, sandbox: PaymentProcessorSandbox, token: PaymentCardReader.Token) async throws {
+        let reader = PaymentCardReader(kernel: kernel, lane: lane)
+        let session = try await reader.prepare(using: token)
+        var random = SystemRandomNumberGenerator()
+        let cents = Int.random(in: 100...20_000, using: &random)
+        let request = PaymentCardTransactionRequest(
+            amount: Decimal(cents) / 100,
+            currencyCode: "USD",
+            type: .purchase
+        )
+        let result = try await session.readPaymentCard(request)
+        // The processor's side: the envelope must open with its key and carry this amount.
+        guard let data = result.paymentCardData else { throw DemoFailure("no card data in the result") }
+        let contents = try sandbox.open(data)
+        guard contents.amount == "\(request.amount)" || Decimal(string: contents.amount) == request.amount else {
+            throw DemoFailure("the envelope carries \(contents.amount), not \(request.amount)")
+        }
+    }
+
+    /// A short failure reason for the summary: the error's case or code name.
+    static func reason(_ error: any Error) -> String {
+        switch error {
+        case let e as PaymentCardReaderError: e.errorName
+        case let e as PaymentCardReaderSession.ReadError: e.errorName
+        case let e as ProximaError: e.code.description
+        case let e as PaymentError: e.code.description
+        case let e as DemoFailure: e.description
+        default: "\(type(of: error))"
+        }
+    }
+}
+
+struct DemoFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 extension DemoStore {
@@ -257,6 +331,8 @@ extension DemoStore {
                 ])
             ),
             ("lanes", .array(laneObjects)),
+            // Capability settings (payment keys, …) carry over; their relative paths resolve as before.
+            ("capabilities", .object(manifest.capabilities.map { ($0.key.rawValue, $0.value) }.sorted { $0.0 < $1.0 })),
         ])
         return try Manifest.parse(
             Array(document.jsonText.utf8),

@@ -79,7 +79,7 @@ import Testing
         #expect(run.stderr.contains("proxima --help"))
     }
 
-    @Test(arguments: ["config", "readers", "demo"])
+    @Test(arguments: ["config", "readers", "demo", "pay", "psp"])
     func everyCommandHasHelp(command: String) throws {
         let run = try Self.run([command, "--help"])
         #expect(run.status == 0)
@@ -97,12 +97,44 @@ import Testing
     }
 
     @Test func demoServesEveryTapAndEndsWithASummary() throws {
-        let run = try Self.run(["demo", "--lanes", "3", "--readers", "2", "--taps", "12", "--arrival-ms", "1", "--no-air-time"])
+        let run = try Self.run([
+            "demo", "--lanes", "3", "--readers", "2", "--taps", "12", "--arrival-ms", "1", "--no-air-time",
+        ])
         #expect(run.status == 0)
+        #expect(run.stdout.hasPrefix("demo: payments on every lane"))
         let summary = try #require(run.stdout.components(separatedBy: "\n").first { $0.hasPrefix("all ") })
         let columns = summary.split(separator: " ", omittingEmptySubsequences: true)
-        #expect(columns[1] == "12")  // every tap served
-        #expect(columns[2] == "0")  // none failed
+        let served = try #require(Int(columns[1]))
+        let failed = try #require(Int(columns[2]))
+        #expect(served + failed == 12)  // every tap ended
+        #expect(served > 0)
+        // The virtual cards include a declining card and a malformed one: those are the only failures allowed.
+        let reasons = columns.filter { $0.contains("×") }.map { $0.split(separator: "×").first.map(String.init) ?? "" }
+        #expect(Set(reasons).isSubset(of: ["paymentCardDeclined", "cardReadFailed", "cardNotSupported"]))
         #expect(run.stdout.contains("lane-03"))
+    }
+
+    @Test func pspSandboxRoundTripsAPayment() throws {
+        let token = try Self.run(["psp", "token"])
+        #expect(token.status == 0)
+        #expect(token.stdout.split(separator: ".").count == 3)  // a compact JWS
+        let pay = try Self.run([
+            "pay", "--lane", "lane-1", "--amount", "12.34", "--currency", "EUR",
+            "--token", token.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+        ])
+        #expect(pay.status == 0, "\(pay.stderr)")
+        #expect(pay.stdout.contains("outcome: success"))
+        let envelope = try #require(pay.stdout.split(separator: "\n").last.map(String.init))
+        let opened = try Self.run(["psp", "decrypt", envelope])
+        #expect(opened.status == 0, "\(opened.stderr)")
+        #expect(opened.stdout.contains("12.34 EUR"))
+        #expect(opened.stdout.contains("9F02  000000001234"))
+        #expect(opened.stdout.contains("(PAN masked)"))
+    }
+
+    @Test func payRefusesABadAmountAsInvalidAmount() throws {
+        let run = try Self.run(["pay", "--lane", "lane-1", "--amount", "1.234", "--currency", "USD"])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("invalidAmount"))
     }
 }
