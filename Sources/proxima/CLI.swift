@@ -24,6 +24,7 @@ struct UsageError: Error, CustomStringConvertible {
 struct Arguments {
     private(set) var positionals: [String] = []
     private var options: [String: String] = [:]
+    private var repeated: [String: [String]] = [:]
     private var flags: Set<String> = []
 
     /// - Parameters:
@@ -51,6 +52,7 @@ struct Arguments {
                     i += 1
                 }
                 options[name] = value
+                repeated[name, default: []].append(value ?? "")
             } else if allowedFlags.contains(name) {
                 guard value == nil else { throw UsageError("option --\(name) takes no value") }
                 flags.insert(name)
@@ -61,6 +63,8 @@ struct Arguments {
     }
 
     func value(_ name: String) -> String? { options[name] }
+    /// Every value of an option that may be given more than once.
+    func values(_ name: String) -> [String] { repeated[name] ?? [] }
     func flag(_ name: String) -> Bool { flags.contains(name) }
 
     func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws -> Int {
@@ -87,6 +91,9 @@ enum CLI {
           config check [FILE]   Validate a manifest; print the readers and lanes it would use, or every error.
           readers [--watch]     List readers with transport, lanes and state; --watch streams events.
           demo                  Run a simulated multi-lane store on the embedded default manifest.
+          pay                   Read one card for a payment on the configured readers.
+          psp                   The processor's side, as a sandbox: keygen, token, decrypt.
+          cardsim               Host a virtual card on a vpcd reader slot in pcscd (--vpcd HOST:PORT --card FILE).
 
         Every command takes --config FILE (default: $PROXIMA_CONFIG, then Config/proxima.json) and --help.
 
@@ -114,6 +121,12 @@ enum CLI {
                 return try await ReadersCommand.run(rest)
             case "demo":
                 return try await DemoCommand.run(rest)
+            case "pay":
+                return try await PayCommand.run(rest)
+            case "psp":
+                return try await PSPCommand.run(rest)
+            case "cardsim":
+                return try await CardsimCommand.run(rest)
             default:
                 printError("proxima: unknown command \"\(command)\"\nRun 'proxima --help' for the list of commands.")
                 return .usage

@@ -1,0 +1,89 @@
+import Foundation
+import ProximaCardEmulator
+import ProximaCore
+
+/// `proxima cardsim --vpcd HOST:PORT --card FILE [--taps N] [--interval D]`.
+enum CardsimCommand {
+    static let help = """
+        USAGE: proxima cardsim --vpcd HOST:PORT --card FILE [--taps N] [--interval D]
+
+        Hosts a virtual card on a reader slot of vsmartcard's vpcd driver in pcscd, so that every PC/SC client
+        (proxima with the pcsc transport, pcsc_scan, OpenSC) sees it in that reader. Prints one line each time the
+        card enters or leaves the field (never card data). Ctrl-C takes the card out and stops.
+
+        OPTIONS:
+          --vpcd HOST:PORT   Where vpcd listens for the slot: 127.0.0.1:35963 is "Virtual PCD 00 00" and
+                             127.0.0.1:35964 "Virtual PCD 00 01" with Debian's vsmartcard-vpcd; the six readers of
+                             scripts/pcscd-harness.sh listen on 35963/35964, 35979/35980 and 35995/35996.
+          --card FILE        A card profile, e.g. Config/cards/pay-visa-qvsdc.json.
+          --taps N           Present the card N times, then stop (default: no limit).
+          --interval D       Keep the card in the field for D, then out of it for D, and again (500ms, 2s, 1.5;
+                             default 1s when --taps is given). Without --taps and --interval the card stays in the
+                             field until Ctrl-C, and comes back by itself when pcscd restarts.
+
+        pcscd notices a card entering or leaving a vpcd reader within about 0.4 s (it polls).
+        """
+
+    static func run(_ words: [String]) async throws -> ExitCode {
+        let args = try Arguments(words, valued: ["vpcd", "card", "taps", "interval"], flags: ["help"])
+        if args.flag("help") {
+            print(help)
+            return .success
+        }
+        guard args.positionals.isEmpty else {
+            throw UsageError("cardsim takes no arguments, found \"\(args.positionals[0])\"")
+        }
+        guard let endpointText = args.value("vpcd") else { throw UsageError("cardsim needs --vpcd HOST:PORT") }
+        guard let endpoint = VPCDCardHost.Endpoint(parsing: endpointText) else {
+            throw UsageError("--vpcd must be HOST:PORT with a port in 1…65535, e.g. 127.0.0.1:35963, got \"\(endpointText)\"")
+        }
+        guard let cardPath = args.value("card") else { throw UsageError("cardsim needs --card FILE") }
+        let taps = try args.value("taps").map { _ in try args.integer("taps", default: 1, in: 1...1_000_000) }
+        let interval = try args.value("interval").map { text in
+            guard let duration = parseDuration(text) else {
+                throw UsageError("--interval must be a duration such as 500ms, 2s or 1.5 (seconds), got \"\(text)\"")
+            }
+            return duration
+        }
+        let card = try CardProfiles.load(contentsOf: cardPath)
+
+        let schedule: VPCDCardHost.Schedule
+        if taps == nil && interval == nil {
+            schedule = VPCDCardHost.Schedule()
+        } else {
+            let period = interval ?? .seconds(1)
+            schedule = VPCDCardHost.Schedule(taps: taps, present: period, absent: period)
+        }
+        let total = taps.map { "/\($0)" } ?? ""
+        let host = VPCDCardHost(card: card, endpoint: endpoint) { event in
+            switch event {
+            case .inserted(let presence, let endpoint):
+                print("inserted  \(card.name) into vpcd \(endpoint) (tap \(presence)\(total))")
+            case .removed(let presence, let endpoint, let reason, let commands):
+                let why = reason == .removed ? "" : ": \(reason)"
+                print("removed   \(card.name) from vpcd \(endpoint) (tap \(presence)\(total), \(commands) APDUs)\(why)")
+            }
+            flushStandardOutput()
+        }
+        await host.run(schedule) { error in
+            printError("proxima cardsim: \(error.reason); trying again until it listens (Ctrl-C stops)")
+        }
+        return .success
+    }
+
+    /// `500ms`, `2s`, `1.5s` or a bare number of seconds; `nil` for anything else, zero, or over an hour.
+    static func parseDuration(_ text: String) -> Duration? {
+        let (number, unit): (Substring, Double) =
+            if text.hasSuffix("ms") {
+                (text.dropLast(2), 1e-3)
+            } else if text.hasSuffix("s") {
+                (text.dropLast(), 1)
+            } else {
+                (Substring(text), 1)
+            }
+        guard let value = Double(number), value.isFinite, value > 0 else { return nil }
+        let seconds = value * unit
+        guard seconds <= 3600 else { return nil }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+    }
+}
