@@ -22,6 +22,7 @@ let package = Package(
         .executable(name: "FuzzEMV", targets: ["FuzzEMV"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
+        .executable(name: "PaymentBenchmark", targets: ["PaymentBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -103,6 +104,15 @@ let package = Package(
             name: "ExchangeBenchmark",
             dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "SimulatorTransport", "ProximaCardEmulator"],
             path: "Benchmarks/ExchangeBenchmark",
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "PaymentBenchmark",
+            dependencies: [
+                "Proxima", "ProximaCore", "ProximaKernel", "PaymentCapability", "ProximaCardEmulator", "SimulatorTransport",
+            ],
+            path: "Benchmarks/PaymentBenchmark",
             swiftSettings: strict
         ),
 

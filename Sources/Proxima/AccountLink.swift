@@ -1,5 +1,6 @@
 import Foundation
 import ProximaCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -56,6 +57,33 @@ struct AccountLinkStore: Sendable {
     /// - Throws: ``PaymentCardReaderError/accountLinkingCheckFailed(_:)`` when the file exists but cannot be read
     ///   or is not a valid link.
     func read() throws(PaymentCardReaderError) -> AccountLink? {
+        // Every read checks the link, so a parsed link is kept per file and reused while the file's identity,
+        // size and modification time stay the same (one stat(2) instead of open, read and parse). Another
+        // process relinking renames a new file in place, which changes the inode and so the stamp.
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        let stamp = FileStamp(info)
+        if let cached = Self.cache.withLock({ $0[path] }), cached.stamp == stamp { return cached.link }
+        let link = try readFile()
+        if let link { Self.cache.withLock { $0[path] = (stamp, link) } }
+        return link
+    }
+
+    /// What identifies one version of a file: inode, size and modification time (nanoseconds).
+    private struct FileStamp: Equatable {
+        var inode: UInt64
+        var size: Int64
+        var modified: Int64
+        init(_ info: stat) {
+            inode = UInt64(info.st_ino)
+            size = Int64(info.st_size)
+            modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        }
+    }
+
+    private static let cache = Mutex<[String: (stamp: FileStamp, link: AccountLink)]>([:])
+
+    private func readFile() throws(PaymentCardReaderError) -> AccountLink? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let data: [UInt8]
         do {
@@ -164,17 +192,14 @@ struct AccountLinkStore: Sendable {
         guard fsync(descriptor) == 0 else { throw SystemFailure("fsync \(directory)", errno) }
     }
 
+    /// `2026-03-14T10:15:00Z` (RFC 3339, UTC, whole seconds).
     static func format(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: date)
+        CivilTime(unixSeconds: Int64(date.timeIntervalSince1970.rounded(.down))).rfc3339
     }
 
+    /// Parses exactly the form ``format(_:)`` writes.
     static func parse(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
+        CivilTime(rfc3339: text).map { Date(timeIntervalSince1970: TimeInterval($0.unixSeconds)) }
     }
 }
 

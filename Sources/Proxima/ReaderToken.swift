@@ -1,6 +1,7 @@
 import Foundation
 import ProximaCore
 public import ProximaCrypto
+import Synchronization
 
 extension PaymentCardReader {
     /// A processor-issued reader token (Apple's `PaymentCardReader.Token`): an ES256 JWT signed with the
@@ -25,6 +26,56 @@ public struct VerifiedReaderToken: Hashable, Sendable {
     public var audience: [String]
     /// `exp`.
     public var expiresAt: Date?
+    /// The later of `nbf` and `iat`: before it (less the clock skew) the token is not valid yet.
+    public var validFrom: Date? = nil
+}
+
+/// Tokens already verified, per token text and payment settings, so a read does not repeat the signature check.
+///
+/// Invariant: `entries` is only touched under its `Mutex`; it holds at most `capacity` tokens (cleared when full:
+/// a kernel sees few distinct tokens, one per merchant session).
+final class VerifiedTokenCache: Sendable {
+    static let shared = VerifiedTokenCache()
+    static let capacity = 256
+
+    struct Key: Hashable, Sendable {
+        var token: String
+        var processorKey: [UInt8]
+        var issuer: String
+        var merchantIdClaim: String
+        var audiences: [String]
+
+        init(token: String, settings: PaymentSettings) {
+            self.token = token
+            processorKey = settings.processorPublicKey.x963Representation
+            issuer = settings.tokenIssuer
+            merchantIdClaim = settings.merchantIdClaim
+            audiences = settings.acceptedAudiences
+        }
+    }
+
+    private let entries = Mutex<[Key: VerifiedReaderToken]>([:])
+
+    func entry(for key: Key) -> VerifiedReaderToken? { entries.withLock { $0[key] } }
+
+    func store(_ token: VerifiedReaderToken, for key: Key) {
+        entries.withLock { entries in
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[key] = token
+        }
+    }
+}
+
+extension VerifiedReaderToken {
+    /// Whether `now` is inside the token's validity window, with `skew` either side (as the verifier allows).
+    func isCurrent(at now: Date, skew: Duration) -> Bool {
+        let skewSeconds = TimeInterval(skew.components.seconds)
+        guard let expiresAt, now.timeIntervalSince1970 <= expiresAt.timeIntervalSince1970 + skewSeconds else {
+            return false
+        }
+        if let validFrom, now.timeIntervalSince1970 < validFrom.timeIntervalSince1970 - skewSeconds { return false }
+        return true
+    }
 }
 
 /// Verifies processor tokens against a manifest's payment settings: ES256 signature under the processor key,
@@ -38,6 +89,20 @@ struct ReaderTokenVerifier: Sendable {
     /// - Throws: ``PaymentCardReaderError/emptyReaderToken(_:)``, ``PaymentCardReaderError/tokenExpired(_:)`` or
     ///   ``PaymentCardReaderError/invalidReaderToken(_:)`` (see `PaymentErrorMapping.tokenRefused`).
     func verify(_ token: PaymentCardReader.Token) throws(PaymentCardReaderError) -> VerifiedReaderToken {
+        // Every read checks its token. A token already verified under these settings is not verified again (an
+        // ECDSA verification costs more than the rest of a read); only its time window is checked, and a token
+        // outside it goes through the full verification below, which names the reason.
+        let key = VerifiedTokenCache.Key(token: token.rawValue, settings: settings)
+        let current = now()
+        if let cached = VerifiedTokenCache.shared.entry(for: key), cached.isCurrent(at: current, skew: Self.clockSkew) {
+            return cached
+        }
+        let verified = try verifyFully(token)
+        VerifiedTokenCache.shared.store(verified, for: key)
+        return verified
+    }
+
+    private func verifyFully(_ token: PaymentCardReader.Token) throws(PaymentCardReaderError) -> VerifiedReaderToken {
         let text = token.rawValue.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else {
             throw .emptyReaderToken("the processor token is empty; ask the processor for a reader token")
@@ -81,7 +146,8 @@ struct ReaderTokenVerifier: Sendable {
             merchantID: merchant,
             issuer: verified.claims.issuer ?? settings.tokenIssuer,
             audience: audience,
-            expiresAt: verified.claims.expiresAt
+            expiresAt: verified.claims.expiresAt,
+            validFrom: [verified.claims.notBefore, verified.claims.issuedAt].compactMap { $0 }.max()
         )
     }
 }

@@ -35,7 +35,9 @@ enum CardsimCommand {
         }
         guard let endpointText = args.value("vpcd") else { throw UsageError("cardsim needs --vpcd HOST:PORT") }
         guard let endpoint = VPCDCardHost.Endpoint(parsing: endpointText) else {
-            throw UsageError("--vpcd must be HOST:PORT with a port in 1…65535, e.g. 127.0.0.1:35963, got \"\(endpointText)\"")
+            throw UsageError(
+                "--vpcd must be HOST:PORT with a port in 1…65535, e.g. 127.0.0.1:35963, got \"\(endpointText)\""
+            )
         }
         guard let cardPath = args.value("card") else { throw UsageError("cardsim needs --card FILE") }
         let taps = try args.value("taps").map { _ in try args.integer("taps", default: 1, in: 1...1_000_000) }

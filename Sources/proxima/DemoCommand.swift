@@ -147,7 +147,8 @@ struct DemoStore: Sendable {
 
         var banner: String {
             switch self {
-            case .payment: "demo: payments on every lane (sandbox processor token, merchant \(PSPCommand.defaultMerchant))"
+            case .payment:
+                "demo: payments on every lane (sandbox processor token, merchant \(PSPCommand.defaultMerchant))"
             case .identity: "demo: card identity reads on every lane (the manifest has no payment settings)"
             }
         }

@@ -43,7 +43,10 @@ enum PSPCommand {
             guard !FileManager.default.fileExists(atPath: privatePath) else {
                 throw UsageError("\(privatePath) exists; keygen never overwrites a key")
             }
-            try Data(try pair.privateKeyPEM().utf8).write(to: URL(fileURLWithPath: privatePath), options: .withoutOverwriting)
+            try Data(try pair.privateKeyPEM().utf8).write(
+                to: URL(fileURLWithPath: privatePath),
+                options: .withoutOverwriting
+            )
             chmod(privatePath, 0o600)
             try Data(pair.publicKeyPEM.utf8).write(to: URL(fileURLWithPath: publicPath), options: .withoutOverwriting)
             print("wrote \(privatePath) (keep it secret) and \(publicPath)")

@@ -47,16 +47,17 @@ public struct TransactionDate: Hashable, Sendable, CustomStringConvertible {
 
     /// The calendar date and time of `date` in `timeZone` (Gregorian calendar).
     public init(_ date: Date, timeZone: TimeZone) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        // Calendar arithmetic by hand: Foundation's Calendar builds an ICU calendar per call (a visible share
+        // of a payment read's CPU time).
+        let utc = Int64(date.timeIntervalSince1970.rounded(.down))
+        let local = CivilTime(unixSeconds: utc + Int64(timeZone.secondsFromGMT(for: date)))
         self.init(
-            year: parts.year ?? 2000,
-            month: parts.month ?? 1,
-            day: parts.day ?? 1,
-            hour: parts.hour ?? 0,
-            minute: parts.minute ?? 0,
-            second: parts.second ?? 0
+            year: local.year,
+            month: local.month,
+            day: local.day,
+            hour: local.hour,
+            minute: local.minute,
+            second: local.second
         )
     }
 
