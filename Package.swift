@@ -111,6 +111,7 @@ let package = Package(
             name: "PaymentBenchmark",
             dependencies: [
                 "Proxima", "ProximaCore", "ProximaKernel", "PaymentCapability", "ProximaCardEmulator", "SimulatorTransport",
+                "ProximaCrypto",
             ],
             path: "Benchmarks/PaymentBenchmark",
             swiftSettings: strict

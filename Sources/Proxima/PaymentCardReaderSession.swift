@@ -186,22 +186,17 @@ public final class PaymentCardReaderSession: Sendable {
         let capability = EMVPaymentCapability(settings: settings.terminal) { event, _ in progress.capability(event) }
         let kernel = binding.kernel
         let lane = binding.lane
-        let subscription = kernel.events.subscribe(bufferSize: 1024)
-        let options = TapOptions(reader: reader.options.pinnedReader, timeout: reader.options.readTimeout)
+        let options = TapOptions(
+            reader: reader.options.pinnedReader,
+            timeout: reader.options.readTimeout,
+            onReadyForTap: { _ in progress.readyForTap() }
+        )
 
         enum Ending: Sendable {
             case tapped(Result<TapOutput, any Error>)
             case cancelRequested
         }
         let tapResult: Result<TapOutput, any Error> = await withTaskGroup(of: Ending?.self) { group in
-            group.addTask {
-                // Forwards the kernel's readyForTap for this lane while the read waits for a card.
-                for await event in subscription where event.lane == lane && event.kind == .readyForTap {
-                    progress.readyForTap()
-                    return nil
-                }
-                return nil
-            }
             group.addTask {
                 for await _ in cancelSignal { return .cancelRequested }
                 return nil

@@ -13,19 +13,24 @@ public struct TapOptions: Sendable {
     /// The capabilities need extended-length APDUs.
     public var needsExtendedLength: Bool
     public var connect: ConnectOptions
+    /// Called when this tap's reader is leased and waits for the card (the moment to say "tap now"), with the
+    /// reader's id. Unlike the `readyForTap` event on the bus, it concerns this tap only.
+    public var onReadyForTap: (@Sendable (ReaderID) -> Void)?
 
     public init(
         reader: ReaderID? = nil,
         timeout: Duration? = nil,
         failover: Bool = false,
         needsExtendedLength: Bool = false,
-        connect: ConnectOptions = ConnectOptions()
+        connect: ConnectOptions = ConnectOptions(),
+        onReadyForTap: (@Sendable (ReaderID) -> Void)? = nil
     ) {
         self.reader = reader
         self.timeout = timeout
         self.failover = failover
         self.needsExtendedLength = needsExtendedLength
         self.connect = connect
+        self.onReadyForTap = onReadyForTap
     }
 }
 
@@ -216,6 +221,7 @@ public final class Kernel: Sendable {
                 queueWait: lease.waited
             )
             self.events.publish(KernelEvent(.readyForTap, lane: lane, reader: reader, time: self.clock.now))
+            options.onReadyForTap?(reader)
             do {
                 let channel = try await transport.connect(to: reader, options: options.connect)
                 self.events.publish(KernelEvent(.cardDetected, lane: lane, reader: reader, time: self.clock.now))
@@ -238,7 +244,12 @@ public final class Kernel: Sendable {
                     default: (ProximaError.Code.pluginFailed, "\(type(of: failure))")
                     }
                 self.events.publish(
-                    KernelEvent(.readFailed(code: code, reason: reason), lane: lane, reader: reader, time: self.clock.now)
+                    KernelEvent(
+                        .readFailed(code: code, reason: reason),
+                        lane: lane,
+                        reader: reader,
+                        time: self.clock.now
+                    )
                 )
                 throw failure
             }
