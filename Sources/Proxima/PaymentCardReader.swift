@@ -28,7 +28,7 @@ import Synchronization
 /// and this kernel's reader identifier; without it every call throws ``PaymentCardReaderError/notAllowed(_:)``.
 ///
 /// One read at a time per reader: a second concurrent read throws ``PaymentCardReaderError/readerBusy(_:)``. Keep
-/// one `PaymentCardReader` per lane; two readers on one lane see each other's `readyForTap` while both wait.
+/// one `PaymentCardReader` per concurrent customer (each sees only its own read's events).
 public final class PaymentCardReader: Sendable {
     /// Options of a reader (Apple's `PaymentCardReader.Options`, plus Proxima's time limits).
     public struct Options: Hashable, Sendable {

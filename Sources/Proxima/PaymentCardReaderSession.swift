@@ -347,12 +347,11 @@ final class CapturedPaymentError: Sendable {
     var value: PaymentError? { error.withLock { $0 } }
 }
 
-/// The events of one read, in order: the kernel's readyForTap (forwarded while the read waits), then from inside
-/// the tap cardDetected, removeCard and pinEntryRequested, then the end of the read.
+/// The events of one read, in order: readyForTap (the kernel's per-tap hook, once this read's reader is leased),
+/// then from inside the tap cardDetected, removeCard and pinEntryRequested, then the end of the read.
 ///
-/// `readyForTap` may reach the forwarder after the card was already detected (the forwarder runs concurrently
-/// with the tap); whichever comes first emits it, once, under the lock, so the order holds. `Sendable`: its
-/// state sits behind a `Mutex`, and events are yielded under it.
+/// `readyForTap` is emitted once, under the lock, and `cardDetected` emits it first if it was somehow missed, so
+/// the order holds. `Sendable`: its state sits behind a `Mutex`, and events are yielded under it.
 final class ReadProgress: Sendable {
     private let reader: PaymentCardReader
     private let readyForTapSent = Mutex(false)
