@@ -1,4 +1,5 @@
 # Proxima — the two commands that matter: `make demo` and `make test`. See README.md.
+SHELL := /bin/bash
 SWIFT ?= swift
 # The swift-format the toolchain ships; CI lints with --strict.
 SWIFT_FORMAT ?= $(SWIFT) format
@@ -28,7 +29,9 @@ demo: deps
 ## The whole test suite: builds with warnings as errors, starts what the tests need, runs every test.
 test: test-deps
 	$(SWIFT) build --build-tests $(WERROR)
-	scripts/with-test-services.sh $(SWIFT) test --skip-build
+	@mkdir -p .build/logs
+	set -o pipefail; scripts/with-test-services.sh $(SWIFT) test --skip-build 2>&1 | tee .build/logs/test.log
+	scripts/scan-for-pans.sh .build/logs/test.log var
 
 lint:
 	$(SWIFT_FORMAT) lint --strict --recursive --configuration .swift-format $(SWIFT_SOURCES)
