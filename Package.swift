@@ -2,9 +2,7 @@
 import PackageDescription
 
 /// Every Swift target is built in Swift 6 language mode with complete strict concurrency.
-let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-]
+let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
 
 let package = Package(
     name: "Proxima",
@@ -22,6 +20,7 @@ let package = Package(
         .executable(name: "FuzzEMV", targets: ["FuzzEMV"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
+        .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
         .executable(name: "PaymentBenchmark", targets: ["PaymentBenchmark"]),
     ],
     targets: [
@@ -106,12 +105,21 @@ let package = Package(
             path: "Benchmarks/ExchangeBenchmark",
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "PCSCBenchmark",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "PaymentCapability", "ProximaCardEmulator",
+                "CPCSCLite",
+            ],
+            path: "Benchmarks/PCSCBenchmark",
+            swiftSettings: strict
+        ),
 
         .executableTarget(
             name: "PaymentBenchmark",
             dependencies: [
-                "Proxima", "ProximaCore", "ProximaKernel", "PaymentCapability", "ProximaCardEmulator", "SimulatorTransport",
-                "ProximaCrypto",
+                "Proxima", "ProximaCore", "ProximaKernel", "PaymentCapability", "ProximaCardEmulator",
+                "SimulatorTransport", "ProximaCrypto",
             ],
             path: "Benchmarks/PaymentBenchmark",
             swiftSettings: strict

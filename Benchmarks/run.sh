@@ -3,7 +3,8 @@
 # same process, because machines here are noisy (2 shared cores): compare ratios, not absolute times.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --product SchedulerBenchmark --product ExchangeBenchmark --product proxima 2>&1 \
+swift build -c release --product SchedulerBenchmark --product ExchangeBenchmark --product proxima \
+    --product PCSCBenchmark 2>&1 \
     | grep -v 'prohibited flag' | tail -n 2
 echo "== Scheduler: lease + release cycles, 64 readers, 16 lanes, 1,000 requesters"
 .build/release/SchedulerBenchmark
@@ -15,3 +16,11 @@ echo "== Peak memory of 'proxima demo --lanes 16 --readers 64'"
 /usr/bin/time -v .build/release/proxima demo --config Config/proxima.json --lanes 16 --readers 64 --taps 640 \
     --arrival-ms 20 >/dev/null 2>/tmp/proxima-demo-time.txt || { cat /tmp/proxima-demo-time.txt; exit 1; }
 grep -E 'Maximum resident set size|Elapsed' /tmp/proxima-demo-time.txt
+echo
+# Needs pcscd and vsmartcard-vpcd (scripts/ensure-deps.sh test); the harness starts a private pcscd with six vpcd
+# readers and refuses, saying how to stop it, when another pcscd runs.
+if command -v pcscd >/dev/null && [[ -e /usr/lib/pcsc/drivers/serial/libifdvpcd.so ]]; then
+    scripts/pcscd-harness.sh .build/release/PCSCBenchmark
+else
+    echo "== PC/SC benchmark skipped: needs pcscd and vsmartcard-vpcd (scripts/ensure-deps.sh test)"
+fi

@@ -19,11 +19,14 @@
 #        PROXIMA_VPCD_PORTS=35963,…       the vpcd ports, in reader order
 #        PROXIMA_VPCD_READERS=Virtual PCD 00 00,…   the reader names, same order as the ports
 #        PROXIMA_PCSCD_CONFIG_DIR=DIR     the reader.conf.d pcscd was started with (to restart it alike)
-#   4. on exit (also on failure or Ctrl-C) stops every pcscd that runs with DIR, by PID, and removes DIR.
+#        PROXIMA_PCSCD_DISABLE_POLKIT=1   set when pcscd had to be started with --disable-polkit (start it alike)
+#   4. on exit (also on failure, Ctrl-C or SIGTERM, which it passes on to the command and the command's children)
+#      stops every pcscd that runs with DIR, by PID, and removes DIR.
 #
 # The daemon socket path is fixed at pcscd's build time, so only one pcscd can run per machine: the harness
-# refuses to start when a pcscd it did not start already holds /run/pcscd/pcscd.comm. Set PCSCD_LOG=FILE to
-# keep pcscd's log (default: printed only when pcscd fails to start). The exit status is the command's.
+# refuses to start, saying how to stop it, when a pcscd it did not start is running or systemd's pcscd.socket
+# holds /run/pcscd/pcscd.comm (socket activation starts Debian's pcscd on the first client). Set PCSCD_LOG=FILE
+# to keep pcscd's log (default: printed only when pcscd fails to start). The exit status is the command's.
 set -euo pipefail
 
 if [[ $# -eq 0 ]]; then
@@ -40,13 +43,48 @@ readonly friendly_names=("Virtual PCD" "Virtual PCD B" "Virtual PCD C")
 command -v pcscd >/dev/null || { echo "pcscd-harness: pcscd is not installed (apt-get install pcscd)" >&2; exit 69; }
 [[ -e $driver ]] || { echo "pcscd-harness: $driver is missing (apt-get install vsmartcard-vpcd)" >&2; exit 69; }
 
-if [[ -e $socket ]]; then
-    other=$(tr -cd '0-9' <"$pidfile" 2>/dev/null || true)
-    if [[ -n $other ]] && [[ -d /proc/$other && $(awk '{print $3}' "/proc/$other/stat" 2>/dev/null) != Z ]]; then
-        echo "pcscd-harness: a pcscd this script did not start (PID $other) already serves $socket." >&2
-        echo "pcscd-harness: stop it first (systemctl stop pcscd.socket pcscd.service, or kill $other)." >&2
-        exit 75
+# Running and not a zombie (a zombie still answers kill -0 until its new parent reaps it).
+alive() {
+    [[ -d /proc/$1 && $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]
+}
+
+# Refuse when another pcscd serves, or will serve, the one socket path.
+systemd_running=false
+[[ -d /run/systemd/system ]] && systemd_running=true
+if $systemd_running && systemctl is-active --quiet pcscd.socket pcscd.service 2>/dev/null; then
+    echo "pcscd-harness: systemd's pcscd (pcscd.socket / pcscd.service) holds $socket; the tests need a pcscd" >&2
+    echo "pcscd-harness: of their own. Stop it first: sudo systemctl stop pcscd.socket pcscd.service" >&2
+    echo "pcscd-harness: (start it again after with: sudo systemctl start pcscd.socket)" >&2
+    exit 75
+fi
+foreign=()
+for pid in $(pgrep -x pcscd || true); do
+    if alive "$pid"; then foreign+=("$pid"); fi
+done
+owner=$(tr -cd '0-9' 2>/dev/null <"$pidfile" || true)
+if [[ -e $socket && -n $owner ]] && alive "$owner" && [[ " ${foreign[*]} " != *" $owner "* ]]; then
+    foreign+=("$owner")
+fi
+if ((${#foreign[@]} > 0)); then
+    harnessed=false
+    for pid in "${foreign[@]}"; do
+        cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" || true)
+        echo "pcscd-harness: a pcscd this script did not start is running: PID $pid: $cmdline" >&2
+        if [[ $cmdline == *proxima-pcscd.* ]]; then harnessed=true; fi
+    done
+    if $harnessed; then
+        # Its reader.conf.d is one of ours: another run of this harness (a `make test` in progress) owns it.
+        echo "pcscd-harness: it belongs to another run of this harness (a test run in progress?); wait for that" \
+            "run to end, or, if none is running any more, stop it: kill ${foreign[*]}" >&2
+    elif $systemd_running; then
+        echo "pcscd-harness: stop it first: sudo systemctl stop pcscd.socket pcscd.service (or kill ${foreign[*]})" >&2
+    else
+        # Without systemd nothing starts pcscd by itself: this one is left from an earlier run (killed before
+        # its cleanup) or was started by hand.
+        echo "pcscd-harness: no systemd here, so it was left by an earlier run or started by hand;" \
+            "stop it first: kill ${foreign[*]}" >&2
     fi
+    exit 75
 fi
 
 dir=$(mktemp -d -t proxima-pcscd.XXXXXX)
@@ -63,15 +101,10 @@ our_pcscds() {
     done
 }
 
-# Running and not a zombie (a zombie still answers kill -0 until its new parent reaps it).
-alive() {
-    [[ -d /proc/$1 && $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]
-}
-
 stop_pcscd() {
     local pids pid tries owner
     pids="$pcscd_pid $(our_pcscds)"
-    owner=$(tr -cd '0-9' <"$pidfile" 2>/dev/null || true)
+    owner=$(tr -cd '0-9' 2>/dev/null <"$pidfile" || true)
     for pid in $pids; do kill -TERM "$pid" 2>/dev/null || true; done
     for pid in $pids; do
         tries=0
@@ -87,8 +120,32 @@ stop_pcscd() {
     fi
 }
 
+command_pid=
+
+# The command and every process below it (test runners spawn workers, and the restart tests spawn pcscd).
+command_tree() {
+    local child
+    echo "$1"
+    for child in $(ps -o pid= --ppid "$1" 2>/dev/null || true); do command_tree "$child"; done
+}
+
+# Stops the command when the harness is interrupted: SIGTERM to the whole tree (a non-interactive shell starts
+# background commands with SIGINT ignored, so Ctrl-C alone would not reach them), SIGKILL after 5 s.
+stop_command() {
+    local pids tries=0
+    [[ -n $command_pid ]] && alive "$command_pid" || return 0
+    pids=$(command_tree "$command_pid")
+    kill -TERM $pids 2>/dev/null || true
+    while alive "$command_pid" && ((tries < 50)); do
+        sleep 0.1
+        tries=$((tries + 1))
+    done
+    kill -KILL $(command_tree "$command_pid") 2>/dev/null || true
+}
+
 cleanup() {
     local status=$?
+    stop_command
     stop_pcscd
     if [[ -n ${PCSCD_LOG:-} && -e $dir/pcscd.log ]]; then cp "$dir/pcscd.log" "$PCSCD_LOG"; fi
     rm -rf "$dir"
@@ -118,7 +175,10 @@ EOF
 done
 
 flags=(-f -c "$dir/reader.conf.d")
-if pcscd --version 2>&1 | grep -qi polkit; then flags+=(--disable-polkit); fi
+if pcscd --version 2>&1 | grep -qi polkit; then
+    flags+=(--disable-polkit)
+    export PROXIMA_PCSCD_DISABLE_POLKIT=1
+fi
 pcscd "${flags[@]}" >"$dir/pcscd.log" 2>&1 &
 pcscd_pid=$!
 
@@ -139,8 +199,12 @@ PROXIMA_VPCD_READERS=$(IFS=,; echo "${names[*]}")
 export PROXIMA_VPCD_PORTS PROXIMA_VPCD_READERS
 export PROXIMA_PCSCD_CONFIG_DIR="$dir/reader.conf.d"
 
+# In the background, so that a signal to the harness is handled at once (bash runs traps only between
+# foreground commands) and passed on by cleanup.
 set +e
-"$@"
+"$@" <&0 &
+command_pid=$!
+wait "$command_pid"
 status=$?
 set -e
 exit "$status"

@@ -184,7 +184,8 @@ public final class VPCDCardHost: Sendable {
     ///   - card: the card to host; each presence starts from a copy of it.
     ///   - endpoint: where vpcd listens for this reader slot.
     ///   - options: reader commands, recording, faults.
-    ///   - onEvent: called on the host's threads as the card is inserted and removed; must return quickly.
+    ///   - onEvent: called as the card is inserted (on the thread that called ``insert()``) and removed (on the
+    ///     serving thread, before ``remove()`` returns); must return quickly.
     public init(
         card: any VirtualCard,
         endpoint: Endpoint,
@@ -509,15 +510,15 @@ private final class Presence: Sendable {
     }
 
     private func wait(key: Int) async -> VPCDCardHost.RemovalReason? {
-            await withCheckedContinuation { (continuation: CheckedContinuation<VPCDCardHost.RemovalReason?, Never>) in
-                let immediate = state.withLock { state -> VPCDCardHost.RemovalReason?? in
-                    if let reason = state.endReason { return .some(reason) }
-                    if state.cancelledWaiters.remove(key) != nil { return .some(nil) }
-                    state.waiters[key] = continuation
-                    return nil
-                }
-                if let immediate { continuation.resume(returning: immediate) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<VPCDCardHost.RemovalReason?, Never>) in
+            let immediate = state.withLock { state -> VPCDCardHost.RemovalReason?? in
+                if let reason = state.endReason { return .some(reason) }
+                if state.cancelledWaiters.remove(key) != nil { return .some(nil) }
+                state.waiters[key] = continuation
+                return nil
             }
+            if let immediate { continuation.resume(returning: immediate) }
+        }
     }
 }
 

@@ -6,9 +6,10 @@ internal import Synchronization
 /// transaction held from connect to ``close()``.
 ///
 /// **Threads.** Every pcsc-lite call of the connection runs on its reader's serial queue, off Swift's cooperative
-/// pool: ``transmit(_:)`` is one hop there (``PCSCCardSession`` is an actor whose executor is that queue), one
-/// `SCardTransmit` with the PCI of the protocol the card negotiated, and the hop back. The answer is read into a
-/// `MAX_BUFFER_SIZE_EXTENDED` buffer the connection keeps, and copied out once.
+/// pool: ``transmit(_:)`` is one hop there (``PCSCCardSession``), one `SCardTransmit` with the PCI of the protocol
+/// the card negotiated, and the hop back. The answer is read into a `MAX_BUFFER_SIZE_EXTENDED` buffer the connection
+/// keeps, and copied out once. A transmit whose task is cancelled (a tap's deadline) returns at once with
+/// `cancelled`, leaving a blocked `SCardTransmit` (a mute card) to finish on the queue; so does ``close()``.
 ///
 /// **Extended length** follows ``PCSCConfiguration/extendedLength``. With `auto`, the connection starts out
 /// reporting ``supportsExtendedLength`` `true`; when its *first* extended APDU is refused, either with a PC/SC
@@ -62,7 +63,7 @@ public final class PCSCCardChannel: CardChannel {
         ats = []
         uid = opened.uid
         technology = PseudoATR.technology(forATR: opened.atr)
-        session = PCSCCardSession(opened: opened, queue: queue)
+        session = PCSCCardSession(opened: opened, readerName: readerName, queue: queue)
         self.extendedLength = Atomic(extendedLength != .never)
         probingExtendedLength = Atomic(extendedLength == .auto)
     }
@@ -250,71 +251,124 @@ enum PCSCConnector {
     }
 }
 
-/// The pcsc-lite state of one connection, isolated to its reader's queue (the actor's executor).
-actor PCSCCardSession {
-    private let executor: PCSCQueue
-    private let context: SCARDCONTEXT
-    private let card: SCARDHANDLE
-    private let activeProtocol: DWORD
-    private var receiveBuffer: [UInt8]
-    private var isOpen = true
+/// The pcsc-lite state of one connection. Every pcsc-lite call runs on the reader's serial queue; the state sits
+/// behind a mutex that only code on that queue takes (so it is never contended).
+///
+/// ``transmit(_:)`` can be abandoned: when the calling task is cancelled (a tap's deadline), it returns at once with
+/// `cancelled` while the blocked `SCardTransmit` (a mute card: pcsc-lite cannot interrupt it) finishes on the queue.
+/// ``close()`` waits for the queue unless cancelled too; the queue runs it after whatever is still in flight, and
+/// the next connection on the reader queues behind it.
+final class PCSCCardSession: Sendable {
+    /// How long a transmit that failed, or came back without a status word, waits for pcscd to report the card
+    /// gone: readers without card events (vpcd, serial readers) are polled every 400 ms (`PCSCLITE_STATUS_POLL_RATE`).
+    static let removalGrace = 600
 
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    private let queue: PCSCQueue
+    private let opened: PCSCOpenedCard
+    private let readerName: String
+    /// Taken only on the queue.
+    private let receiveBuffer: Mutex<[UInt8]>
+    private let isOpen = Atomic<Bool>(true)
 
-    init(opened: PCSCOpenedCard, queue: PCSCQueue) {
-        executor = queue
-        context = opened.context
-        card = opened.card
-        activeProtocol = opened.activeProtocol
-        receiveBuffer = [UInt8](repeating: 0, count: PCSC.maximumBufferSizeExtended)
+    init(opened: PCSCOpenedCard, readerName: String, queue: PCSCQueue) {
+        self.queue = queue
+        self.opened = opened
+        self.readerName = readerName
+        receiveBuffer = Mutex([UInt8](repeating: 0, count: PCSC.maximumBufferSizeExtended))
     }
 
     deinit {
         // A channel dropped without close(): release the connection on its queue, never on the caller's thread.
-        guard isOpen else { return }
-        let opened = PCSCOpenedCard(context: context, card: card, activeProtocol: activeProtocol, atr: [], uid: [])
-        executor.queue.async { PCSCConnector.close(opened) }
+        guard isOpen.load(ordering: .relaxed) else { return }
+        let opened = opened
+        queue.queue.async { PCSCConnector.close(opened) }
     }
 
-    /// One `SCardTransmit`.
+    /// One `SCardTransmit`, on the reader's queue.
     ///
-    /// - Throws: the ``PCSCStatus`` of a failed call (`SCARD_W_REMOVED_CARD` when `SCardStatus` says the card left
-    ///   after a failure that does not say so itself); `ProximaError.malformedData` for an answer shorter than a
-    ///   status word.
-    func transmit(_ command: [UInt8]) throws -> ResponseAPDU {
-        guard isOpen else { throw PCSCStatus.invalidHandle }
-        var received = DWORD(receiveBuffer.count)
-        let pci = PCSCConnector.pci(for: activeProtocol)
-        let card = card
-        let status = command.withUnsafeBufferPointer { send in
-            receiveBuffer.withUnsafeMutableBufferPointer { receive in
-                PCSCStatus(
-                    SCardTransmit(card, pci, send.baseAddress, DWORD(send.count), nil, receive.baseAddress, &received)
-                )
+    /// - Throws: the ``PCSCStatus`` of a failed call (`SCARD_W_REMOVED_CARD` when pcscd reports the card gone within
+    ///   ``removalGrace`` ms after a failure or an answer without status word); `ProximaError.malformedData` for an
+    ///   answer shorter than a status word from a card still present; `ProximaError.cancelled` when the calling task
+    ///   was cancelled first.
+    func transmit(_ command: [UInt8]) async throws -> ResponseAPDU {
+        let outcome = await queue.perform { [self] in
+            Result { try transmitBlocking(command) }
+        } abandoned: { _ in
+        }
+        guard let outcome else { throw ProximaError(.cancelled, "cancelled while the card was answering") }
+        return try outcome.get()
+    }
+
+    private func transmitBlocking(_ command: [UInt8]) throws -> ResponseAPDU {
+        let card = opened.card
+        let pci = PCSCConnector.pci(for: opened.activeProtocol)
+        guard isOpen.load(ordering: .relaxed) else { throw PCSCStatus.invalidHandle }
+        let (status, answer) = receiveBuffer.withLock { buffer -> (PCSCStatus, [UInt8]) in
+            var received = DWORD(buffer.count)
+            let status = command.withUnsafeBufferPointer { send in
+                buffer.withUnsafeMutableBufferPointer { receive in
+                    PCSCStatus(
+                        SCardTransmit(
+                            card,
+                            pci,
+                            send.baseAddress,
+                            DWORD(send.count),
+                            nil,
+                            receive.baseAddress,
+                            &received
+                        )
+                    )
+                }
             }
+            guard status.isSuccess else { return (status, []) }
+            return (status, Array(buffer[..<Int(min(received, DWORD(buffer.count)))]))
         }
         guard status.isSuccess else {
-            if status.errorCode == .transmitFailed, case .failure(.removedCard) = PCSCConnector.cardStatus(card) {
-                throw PCSCStatus.removedCard
-            }
+            if status.errorCode == .transmitFailed, cardLeft() { throw PCSCStatus.removedCard }
             throw status
         }
-        let count = Int(min(received, DWORD(receiveBuffer.count)))
-        guard count >= 2 else {
-            throw ProximaError(.malformedData, "the card answered with \(count) bytes, no status word")
+        guard answer.count >= 2 else {
+            // vpcd answers the command in flight with 0 bytes, as a success, when the card leaves.
+            if cardLeft() { throw PCSCStatus.removedCard }
+            throw ProximaError(.malformedData, "the card answered with \(answer.count) bytes, no status word")
         }
         return ResponseAPDU(
-            data: Array(receiveBuffer[..<(count - 2)]),
-            status: StatusWord(receiveBuffer[count - 2], receiveBuffer[count - 1])
+            data: Array(answer[..<(answer.count - 2)]),
+            status: StatusWord(answer[answer.count - 2], answer[answer.count - 1])
         )
     }
 
-    /// `SCardEndTransaction` and `SCardDisconnect`, both leaving the card as it is, then `SCardReleaseContext`.
-    func close() {
-        guard isOpen else { return }
-        isOpen = false
-        PCSCConnector.close(
-            PCSCOpenedCard(context: context, card: card, activeProtocol: activeProtocol, atr: [], uid: [])
-        )
+    /// Whether the card left the reader, waiting up to ``removalGrace`` ms for pcscd to notice.
+    private func cardLeft() -> Bool {
+        if case .failure(.removedCard) = PCSCConnector.cardStatus(opened.card) { return true }
+        return readerName.withCString { name in
+            var reader = SCARD_READERSTATE()
+            reader.szReader = name
+            reader.dwCurrentState = PCSC.statePresent
+            let status = PCSCStatus(SCardGetStatusChange(opened.context, DWORD(Self.removalGrace), &reader, 1))
+            return status.isSuccess && reader.dwEventState & PCSC.statePresent == 0
+        }
+    }
+
+    /// `SCardEndTransaction` and `SCardDisconnect`, both leaving the card as it is, then `SCardReleaseContext`; on
+    /// the reader's queue, after whatever is in flight there. Waits for it unless the calling task is cancelled (a
+    /// tap past its deadline must not wait for a mute card): the close then still happens, later.
+    func close() async {
+        guard isOpen.exchange(false, ordering: .relaxed) else { return }
+        let opened = opened
+        let queue = queue.queue
+        let handoff = Handoff<Bool>()
+        await withTaskCancellationHandler {
+            _ = await withCheckedContinuation { (continuation: CheckedContinuation<Bool?, Never>) in
+                // Enqueued whether or not the task was cancelled already (install then resumes at once).
+                _ = handoff.install(continuation)
+                queue.async {
+                    PCSCConnector.close(opened)
+                    _ = handoff.deliver(true)
+                }
+            }
+        } onCancel: {
+            handoff.cancel()
+        }
     }
 }

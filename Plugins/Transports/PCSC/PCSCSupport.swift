@@ -74,7 +74,7 @@ enum PseudoATR {
 }
 
 /// A serial dispatch queue that blocking pcsc-lite calls run on, off Swift's cooperative pool; also a serial
-/// executor, so an actor (``PCSCCardSession``) can run its methods on it.
+/// executor, so an actor can run its methods on it.
 ///
 /// (`DispatchSerialQueue` is not available on Linux, hence this adapter.)
 final class PCSCQueue: SerialExecutor {
