@@ -75,6 +75,7 @@ func manifest(for profile: String, dataDirectory: String) throws -> Manifest {
 
 print("reads per profile: \(reads); CPU per read is the whole process's, the virtual card's work included")
 nonisolated(unsafe) var breakdown: [String: [Double]] = [:]
+nonisolated(unsafe) var airTimes: [String: Double] = [:]
 print(
     "profile                 outcome         µs CPU/read  card alone  air time @106k  CPU share of air   goal"
 )
@@ -141,6 +142,7 @@ for profile in profiles {
     let model = AirTimeModel(bitRateKbps: 106, cardProcessing: .zero)
     let air = sizes.reduce(Duration.zero) { $0 + model.exchangeTime(commandBytes: $1.0, responseBytes: $1.1) }
     let share = microseconds(cpu) / microseconds(air) * 100
+    airTimes[profile] = microseconds(air)
     let line = String(
         format: "%@  %@  %11.1f  %10.1f  %11.2f ms  %14.2f %%   ≤300 µs, ≤1 %%",
         profile.padding(toLength: 22, withPad: " ", startingAt: 0),
@@ -159,10 +161,11 @@ for profile in profiles {
     guard values.count == 2 else { continue }
     print(
         String(
-            format: "%@  no deadline %7.1f   60 s deadline %7.1f",
+            format: "%@  no deadline %7.1f   60 s deadline %7.1f   = %.2f %% of the air time",
             profile.padding(toLength: 22, withPad: " ", startingAt: 0),
             values[0],
-            values[1]
+            values[1],
+            values[1] / (airTimes[profile] ?? .infinity) * 100
         )
     )
 }

@@ -55,7 +55,11 @@ extension P256 {
             var generated: OpaquePointer? = nil
             try check(EVP_PKEY_generate(context, &generated), "generating a P-256 key")
             guard let generated else { throw libraryFailure("generating a P-256 key") }
-            try self.init(rawRepresentation: try privateScalar(of: OwnedKey(generated)))
+            let key = OwnedKey(generated)
+            // The generator computed d·G already: take it from the key rather than multiplying again (HPKE
+            // makes one ephemeral key per envelope, so this is on the payment hot path).
+            rawRepresentation = try privateScalar(of: key)
+            publicKey = try PublicKey(evpKey: key, "generated P-256 key")
         }
 
         /// The key with scalar `rawRepresentation`.
@@ -222,7 +226,7 @@ extension P256 {
             try self.init(evpKey: key, "PEM public key")
         }
 
-        private init(evpKey key: OwnedKey, _ what: String) throws {
+        fileprivate init(evpKey key: OwnedKey, _ what: String) throws {
             try requireP256(key, what)
             var point = [UInt8](repeating: 0, count: 133)
             var length = 0
