@@ -13,7 +13,8 @@
 //      A  the kernel: tap (lease, connect, EMV payment capability, close, release) over the PC/SC transport;
 //      B  the minimal client: SCardConnect, SCardBeginTransaction, SCardTransmit of each recorded APDU,
 //         SCardEndTransaction, SCardDisconnect, on one context established once;
-//      C  B plus what the transport does per connection besides: its own context and SCardStatus (for the ATR);
+//      C  B plus a context per connection and SCardStatus (what the transport did before it kept one context per
+//         reader and took the ATR from its reader monitor; kept as a reference point);
 //      D  the PC/SC transport alone, without kernel and capability: openChannel, the payment APDUs, close.
 //    Printed: wall-time ratio A/B (and A/C), microseconds A adds per APDU, and where they go (C−B, D−C, A−D).
 // 2. Throughput. Reads per second on one reader (one lane, taps back to back), then on six readers in parallel

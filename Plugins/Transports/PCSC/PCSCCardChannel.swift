@@ -2,14 +2,14 @@ internal import CPCSCLite
 public import ProximaCore
 internal import Synchronization
 
-/// A connection to the card on one PC/SC reader: a pcsc-lite context of its own, a card handle, and a PC/SC
-/// transaction held from connect to ``close()``.
+/// A connection to the card on one PC/SC reader: a card handle on the reader's pcsc-lite context (one per reader,
+/// kept across connections; see ``PCSCReaderContext``), and a PC/SC transaction held from connect to ``close()``.
 ///
 /// **Threads.** Every pcsc-lite call of the connection runs on its reader's serial queue, off Swift's cooperative
 /// pool: ``transmit(_:)`` is one hop there (``PCSCCardSession``), one `SCardTransmit` with the PCI of the protocol
 /// the card negotiated, and the hop back. The answer is read into a `MAX_BUFFER_SIZE_EXTENDED` buffer the connection
-/// keeps, and copied out once. A transmit whose task is cancelled (a tap's deadline) returns at once with
-/// `cancelled`, leaving a blocked `SCardTransmit` (a mute card) to finish on the queue; so does ``close()``.
+/// keeps, and only its data field is copied out. A transmit whose task is cancelled (a tap's deadline) returns at
+/// once with `cancelled`, leaving a blocked `SCardTransmit` (a mute card) to finish on the queue; so does ``close()``.
 ///
 /// **Extended length** follows ``PCSCConfiguration/extendedLength``. With `auto`, the connection starts out
 /// reporting ``supportsExtendedLength`` `true`; when its *first* extended APDU is refused, either with a PC/SC
@@ -153,9 +153,19 @@ extension PCSCStatus {
         default: false
         }
     }
+
+    /// Statuses that say the pcsc-lite context itself is dead (pcscd stopped or restarted, the socket broke, or
+    /// pcsc-lite no longer knows the context): it is released and a new one established.
+    var meansStaleContext: Bool {
+        switch self {
+        case .noService, .serviceStopped, .invalidHandle, .communicationError: true
+        default: false
+        }
+    }
 }
 
-/// What ``PCSCConnector/open(readerName:shareMode:)`` returns: plain values, so they can cross from the queue.
+/// What ``PCSCConnector/open(reader:readerName:shareMode:knownATR:)`` returns: plain values, so they can cross from
+/// the queue. `context` is the reader's (``PCSCReaderContext``), not the connection's own.
 struct PCSCOpenedCard: Sendable {
     var context: SCARDCONTEXT
     var card: SCARDHANDLE
@@ -172,45 +182,66 @@ struct PCSCStepFailure: Error, Sendable {
 
 /// Opening and closing connections; blocking, so only ever called on a reader's queue.
 enum PCSCConnector {
-    /// A context of its own (pcsc-lite serialises the calls of one context, so connections on different readers
-    /// never wait for each other), `SCardConnect` (T=0 or T=1), `SCardBeginTransaction`, `SCardStatus` for the ATR,
-    /// and GET DATA `FF CA 00 00 00` for the UID.
-    static func open(readerName: String, shareMode: DWORD) -> Result<PCSCOpenedCard, PCSCStepFailure> {
-        var context = SCARDCONTEXT(0)
-        var status = PCSCStatus(SCardEstablishContext(PCSC.scopeSystem, nil, nil, &context))
-        guard status.isSuccess else { return .failure(PCSCStepFailure(step: "SCardEstablishContext", status: status)) }
-        var card = SCARDHANDLE(0)
-        var activeProtocol = DWORD(0)
-        status = PCSCStatus(
-            SCardConnect(context, readerName, shareMode, PCSC.protocolT0 | PCSC.protocolT1, &card, &activeProtocol)
-        )
-        guard status.isSuccess else {
-            _ = SCardReleaseContext(context)
-            return .failure(PCSCStepFailure(step: "SCardConnect", status: status))
+    /// On the reader's context (established now if needed; a dead one is replaced and `SCardConnect` tried once
+    /// more), `SCardConnect` (T=0 or T=1), `SCardBeginTransaction`, GET DATA `FF CA 00 00 00` for the UID, then the
+    /// ATR: `knownATR()`, the one the monitor read from pcscd's reader state for the card it waited for, when the
+    /// monitor has seen no other card since (checked last, so that a swap pcscd reported meanwhile is seen);
+    /// otherwise `SCardStatus`.
+    static func open(
+        reader: PCSCReaderContext,
+        readerName: String,
+        shareMode: DWORD,
+        knownATR: () -> [UInt8]?
+    ) -> Result<PCSCOpenedCard, PCSCStepFailure> {
+        var retried = false
+        while true {
+            let context: SCARDCONTEXT
+            switch reader.establish() {
+            case .success(let established): context = established
+            case .failure(let status): return .failure(PCSCStepFailure(step: "SCardEstablishContext", status: status))
+            }
+            var card = SCARDHANDLE(0)
+            var activeProtocol = DWORD(0)
+            var status = PCSCStatus(
+                SCardConnect(context, readerName, shareMode, PCSC.protocolT0 | PCSC.protocolT1, &card, &activeProtocol)
+            )
+            if status.meansStaleContext {
+                // pcscd restarted since the context was established: once more on a new one.
+                reader.discard(context)
+                if !retried {
+                    retried = true
+                    continue
+                }
+            }
+            guard status.isSuccess else { return .failure(PCSCStepFailure(step: "SCardConnect", status: status)) }
+            status = PCSCStatus(SCardBeginTransaction(card))
+            guard status.isSuccess else {
+                _ = SCardDisconnect(card, PCSC.leaveCard)
+                if status.meansStaleContext { reader.discard(context) }
+                return .failure(PCSCStepFailure(step: "SCardBeginTransaction", status: status))
+            }
+            var opened = PCSCOpenedCard(context: context, card: card, activeProtocol: activeProtocol, atr: [], uid: [])
+            opened.uid = readUID(card: card, activeProtocol: activeProtocol)
+            if let atr = knownATR() {
+                opened.atr = atr
+                return .success(opened)
+            }
+            switch cardStatus(card) {
+            case .success(let atr):
+                opened.atr = atr
+                return .success(opened)
+            case .failure(let status):
+                close(opened)
+                return .failure(PCSCStepFailure(step: "SCardStatus", status: status))
+            }
         }
-        status = PCSCStatus(SCardBeginTransaction(card))
-        guard status.isSuccess else {
-            _ = SCardDisconnect(card, PCSC.leaveCard)
-            _ = SCardReleaseContext(context)
-            return .failure(PCSCStepFailure(step: "SCardBeginTransaction", status: status))
-        }
-        var opened = PCSCOpenedCard(context: context, card: card, activeProtocol: activeProtocol, atr: [], uid: [])
-        switch cardStatus(card) {
-        case .success(let atr):
-            opened.atr = atr
-        case .failure(let status):
-            close(opened)
-            return .failure(PCSCStepFailure(step: "SCardStatus", status: status))
-        }
-        opened.uid = readUID(card: card, activeProtocol: activeProtocol)
-        return .success(opened)
     }
 
-    /// Ends the transaction, disconnects (leaving the card as it is) and releases the context; errors are moot.
+    /// Ends the transaction and disconnects, leaving the card as it is; errors are moot. The reader's context is
+    /// kept for its next connection.
     static func close(_ opened: PCSCOpenedCard) {
         _ = SCardEndTransaction(opened.card, PCSC.leaveCard)
         _ = SCardDisconnect(opened.card, PCSC.leaveCard)
-        _ = SCardReleaseContext(opened.context)
     }
 
     /// `SCardStatus`: the ATR, or the status that says why there is none.
@@ -303,7 +334,7 @@ final class PCSCCardSession: Sendable {
         let card = opened.card
         let pci = PCSCConnector.pci(for: opened.activeProtocol)
         guard isOpen.load(ordering: .relaxed) else { throw PCSCStatus.invalidHandle }
-        let (status, answer) = receiveBuffer.withLock { buffer -> (PCSCStatus, [UInt8]) in
+        let (status, received, response) = receiveBuffer.withLock { buffer -> (PCSCStatus, Int, ResponseAPDU?) in
             var received = DWORD(buffer.count)
             let status = command.withUnsafeBufferPointer { send in
                 buffer.withUnsafeMutableBufferPointer { receive in
@@ -320,22 +351,25 @@ final class PCSCCardSession: Sendable {
                     )
                 }
             }
-            guard status.isSuccess else { return (status, []) }
-            return (status, Array(buffer[..<Int(min(received, DWORD(buffer.count)))]))
+            let count = Int(min(received, DWORD(buffer.count)))
+            guard status.isSuccess, count >= 2 else { return (status, count, nil) }
+            // The data field is the only copy out of the buffer.
+            let response = ResponseAPDU(
+                data: Array(buffer[..<(count - 2)]),
+                status: StatusWord(buffer[count - 2], buffer[count - 1])
+            )
+            return (status, count, response)
         }
         guard status.isSuccess else {
             if status.errorCode == .transmitFailed, cardLeft() { throw PCSCStatus.removedCard }
             throw status
         }
-        guard answer.count >= 2 else {
+        guard let response else {
             // vpcd answers the command in flight with 0 bytes, as a success, when the card leaves.
             if cardLeft() { throw PCSCStatus.removedCard }
-            throw ProximaError(.malformedData, "the card answered with \(answer.count) bytes, no status word")
+            throw ProximaError(.malformedData, "the card answered with \(received) bytes, no status word")
         }
-        return ResponseAPDU(
-            data: Array(answer[..<(answer.count - 2)]),
-            status: StatusWord(answer[answer.count - 2], answer[answer.count - 1])
-        )
+        return response
     }
 
     /// Whether the card left the reader, waiting up to ``removalGrace`` ms for pcscd to notice.
@@ -350,7 +384,7 @@ final class PCSCCardSession: Sendable {
         }
     }
 
-    /// `SCardEndTransaction` and `SCardDisconnect`, both leaving the card as it is, then `SCardReleaseContext`; on
+    /// `SCardEndTransaction` and `SCardDisconnect`, both leaving the card as it is (the reader's context stays); on
     /// the reader's queue, after whatever is in flight there. Waits for it unless the calling task is cancelled (a
     /// tap past its deadline must not wait for a mute card): the close then still happens, later.
     func close() async {

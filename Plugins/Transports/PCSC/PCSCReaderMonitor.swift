@@ -9,9 +9,11 @@ internal import Synchronization
 /// `SCardListReaders` (pcsc-lite 1.9 can miss reader changes that happen between two calls, so the list is read
 /// again after every wake-up), `.appeared` / `.vanished` for the difference, then a blocking
 /// `SCardGetStatusChange(INFINITE)` over `\\?PnP?\Notification` and every known reader. Card transitions become
-/// `.cardPresent` / `.cardRemoved` and wake the ``waitForCard(on:after:)`` callers. When pcscd goes away
-/// (`SCARD_E_NO_SERVICE`, `SCARD_E_SERVICE_STOPPED`, `SCARD_F_COMM_ERROR`, …) the session reports every reader
-/// `.vanished`, releases its context and returns; the transport then starts a new session after a backoff.
+/// `.cardPresent` / `.cardRemoved` and wake the ``waitForCard(on:after:)`` callers; the ATR pcscd reports with a
+/// present card is kept for ``atr(of:generation:)``, so connections need not ask `SCardStatus` for it. When pcscd
+/// goes away (`SCARD_E_NO_SERVICE`, `SCARD_E_SERVICE_STOPPED`, `SCARD_F_COMM_ERROR`, …) the session reports every
+/// reader `.vanished`, releases its context and returns; the transport then starts a new session after a backoff.
+/// Every `.vanished` is also passed to `readerVanished` (the transport releases that reader's connection context).
 ///
 /// Stopping: ``requestStop()`` (called when the task running the session is cancelled) sets a flag and calls
 /// `SCardCancel` from a separate queue. pcsc-lite ignores `SCardCancel` unless the call is already waiting on the
@@ -28,11 +30,13 @@ final class PCSCReaderMonitor: Sendable {
         case notEstablished(PCSCStatus)
     }
 
-    /// A reader as connect sees it. `generation` counts the card arrivals the monitor has seen on it.
+    /// A reader as connect sees it. `generation` counts the card arrivals the monitor has seen on it; `atr` is the
+    /// ATR pcscd last reported for the card present (empty when none, or the card is mute).
     private struct Reader {
         var name: String
         var present = false
         var generation: UInt64 = 0
+        var atr: [UInt8] = []
     }
 
     private struct Waiter {
@@ -59,17 +63,20 @@ final class PCSCReaderMonitor: Sendable {
     private let configuration: PCSCConfiguration
     private let readerIDPrefix: String
     private let events: AsyncStream<ReaderEvent>.Continuation
+    private let readerVanished: @Sendable (String) -> Void
 
     init(
         transportID: String,
         configuration: PCSCConfiguration,
         readerIDPrefix: String,
-        events: AsyncStream<ReaderEvent>.Continuation
+        events: AsyncStream<ReaderEvent>.Continuation,
+        readerVanished: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.transportID = transportID
         self.configuration = configuration
         self.readerIDPrefix = readerIDPrefix
         self.events = events
+        self.readerVanished = readerVanished
     }
 
     func readerID(forReaderNamed name: String) -> ReaderID { ReaderID(readerIDPrefix + name) }
@@ -225,6 +232,7 @@ final class PCSCReaderMonitor: Sendable {
             return takeWaiters(&state) { $0.readerName == name }
         }
         events.yield(.vanished(id))
+        readerVanished(name)
         let error = ProximaError(.readerVanished, "reader '\(name)' vanished: \(reason)", reader: id)
         for waiter in waiters { waiter.resume(throwing: error) }
     }
@@ -239,20 +247,34 @@ final class PCSCReaderMonitor: Sendable {
             let counter = event >> 16
             let previous = watched.cardState(of: name)
             watched.setCardState(of: name, present: present, counter: counter)
+            // pcsc-lite fills rgbAtr from pcscd's reader state whenever the card is present: what SCardStatus says.
+            let atr = present && event & PCSC.stateMute == 0 ? Self.atr(of: readerState) : []
             // The high 16 bits count insertions and removals: a jump of 2 or more while the card still reads
             // present means it was removed and another was presented between two calls.
             let swapped = previous.present && present && previous.counter.map { (counter &- $0) & 0xFFFF >= 2 } == true
             if previous.present && (!present || swapped) { cardRemoved(name) }
-            if present && (!previous.present || swapped) { cardPresented(name) }
+            if present && (!previous.present || swapped) {
+                cardPresented(name, atr: atr)
+            } else if present {
+                // The same card, now powered (or mute): keep its ATR current.
+                let id = readerID(forReaderNamed: name)
+                state.withLock { $0.readers[id]?.atr = atr }
+            }
         }
     }
 
-    private func cardPresented(_ name: String) {
+    private static func atr(of readerState: SCARD_READERSTATE) -> [UInt8] {
+        let count = Int(min(readerState.cbAtr, DWORD(MemoryLayout.size(ofValue: readerState.rgbAtr))))
+        return withUnsafeBytes(of: readerState.rgbAtr) { Array($0.prefix(count)) }
+    }
+
+    private func cardPresented(_ name: String, atr: [UInt8]) {
         let id = readerID(forReaderNamed: name)
         let (generation, waiters) = state.withLock { state -> (UInt64, [WaiterContinuation]) in
             guard var reader = state.readers[id] else { return (0, []) }
             reader.present = true
             reader.generation += 1
+            reader.atr = atr
             state.readers[id] = reader
             let generation = reader.generation
             return (generation, takeWaiters(&state) { $0.readerName == name && generation > $0.after })
@@ -263,8 +285,22 @@ final class PCSCReaderMonitor: Sendable {
 
     private func cardRemoved(_ name: String) {
         let id = readerID(forReaderNamed: name)
-        state.withLock { $0.readers[id]?.present = false }
+        state.withLock { state in
+            state.readers[id]?.present = false
+            state.readers[id]?.atr = []
+        }
         events.yield(.cardRemoved(id))
+    }
+
+    /// The ATR pcscd reported for card arrival number `generation` on `reader`, if that card is still the one the
+    /// monitor last saw there and it has one; `nil` otherwise (ask `SCardStatus`).
+    func atr(of reader: ReaderID, generation: UInt64) -> [UInt8]? {
+        state.withLock { state in
+            guard let known = state.readers[reader], known.present, known.generation == generation,
+                !known.atr.isEmpty
+            else { return nil }
+            return known.atr
+        }
     }
 
     // MARK: Waiting for a card

@@ -11,15 +11,22 @@ internal import Synchronization
 /// 2 s; when it stops while watched, every reader is reported `.vanished` and comes back `.appeared` once pcscd
 /// is back, without restarting anything.
 ///
-/// **Threads.** The watch loop blocks in `SCardGetStatusChange` on a queue of its own. Each reader has a serial
-/// queue on which all pcsc-lite calls of its connections run (connect, transmit, close), so no blocking call
-/// runs on Swift's cooperative pool, and readers never wait for each other. Cancelling ``run()`` interrupts the
-/// watch loop with `SCardCancel`, releases its context and finishes ``events``.
+/// **Threads.** The watch loop blocks in `SCardGetStatusChange` on a queue and pcsc-lite context of its own. Each
+/// reader has a serial queue on which all pcsc-lite calls of its connections run (connect, transmit, close), on
+/// one pcsc-lite context per reader (``PCSCReaderContext``): established lazily on that queue by the first
+/// connection, reused by the next ones, replaced when pcsc-lite reports it dead (`SCARD_E_NO_SERVICE`,
+/// `SCARD_E_SERVICE_STOPPED`, `SCARD_E_INVALID_HANDLE`, `SCARD_F_COMM_ERROR`), and released when the reader vanishes
+/// or ``run()`` returns. So no blocking call runs on Swift's cooperative pool, and readers never wait for each
+/// other. Nothing calls `SCardCancel` on a reader's context: a connect or transmit whose task is cancelled is
+/// abandoned instead (it returns at once; the blocked call finishes on the queue, and what it opened is closed
+/// there). Cancelling ``run()`` interrupts the watch loop with `SCardCancel` on the monitor's context, releases
+/// it and the readers' contexts, and finishes ``events``.
 ///
 /// **Connecting** (``connect(to:options:)``) waits until the monitor has seen a card on the reader, then opens a
-/// ``PCSCCardChannel`` on the reader's queue: its own pcsc-lite context, `SCardConnect` (shared, or exclusive
-/// when configured or asked for), `SCardBeginTransaction` for the whole connection, the ATR and the UID. A card
-/// that left before `SCardConnect` reached it is waited for again.
+/// ``PCSCCardChannel`` on the reader's queue and context: `SCardConnect` (shared, or exclusive when configured or
+/// asked for), `SCardBeginTransaction` for the whole connection, the UID and the ATR (the one the monitor saw with
+/// the card, or `SCardStatus` when the monitor has seen another card since). A card that left before
+/// `SCardConnect` reached it is waited for again.
 public final class PCSCTransport: Transport {
     public let id: String
     public let configuration: PCSCConfiguration
@@ -35,7 +42,7 @@ public final class PCSCTransport: Transport {
 
     private let eventContinuation: AsyncStream<ReaderEvent>.Continuation
     private let monitor: PCSCReaderMonitor
-    private let queues = Mutex<[String: PCSCQueue]>([:])
+    private let readers = PCSCReaderContexts()
     private let started = Atomic<Bool>(false)
 
     /// - Parameters:
@@ -54,7 +61,8 @@ public final class PCSCTransport: Transport {
             transportID: id,
             configuration: configuration,
             readerIDPrefix: configuration.readerIDPrefix ?? id + "/",
-            events: eventContinuation
+            events: eventContinuation,
+            readerVanished: { [readers] name in readers.release(readerNamed: name) }
         )
     }
 
@@ -75,6 +83,7 @@ public final class PCSCTransport: Transport {
         }
         defer {
             monitor.shutDown()
+            readers.releaseAll()
             eventContinuation.finish()
         }
         let clock = ContinuousClock()
@@ -118,9 +127,12 @@ public final class PCSCTransport: Transport {
         var seen: UInt64 = 0
         while true {
             let (name, generation) = try await monitor.waitForCard(on: reader, after: seen)
-            let queue = self.queue(forReaderNamed: name)
-            let outcome = await queue.perform {
-                PCSCConnector.open(readerName: name, shareMode: shareMode)
+            let context = readers.reader(named: name)
+            let monitor = monitor
+            let outcome = await context.queue.perform {
+                PCSCConnector.open(reader: context, readerName: name, shareMode: shareMode) {
+                    monitor.atr(of: reader, generation: generation)
+                }
             } abandoned: { outcome in
                 if case .success(let opened) = outcome { PCSCConnector.close(opened) }
             }
@@ -132,7 +144,7 @@ public final class PCSCTransport: Transport {
                     reader: reader,
                     readerName: name,
                     opened: opened,
-                    queue: queue,
+                    queue: context.queue,
                     extendedLength: configuration.extendedLength
                 )
             case .failure(let failure) where failure.status == .noSmartcard || failure.status == .removedCard:
@@ -141,17 +153,6 @@ public final class PCSCTransport: Transport {
             case .failure(let failure):
                 throw failure.status.proximaError(step: failure.step, readerName: name, reader: reader)
             }
-        }
-    }
-
-    /// The serial queue of the reader called `name`, made on first use and kept: a reader that comes back after
-    /// pcscd restarted gets the same one.
-    private func queue(forReaderNamed name: String) -> PCSCQueue {
-        queues.withLock { queues in
-            if let queue = queues[name] { return queue }
-            let queue = PCSCQueue(label: "proxima.pcsc.reader.\(name)")
-            queues[name] = queue
-            return queue
         }
     }
 }
