@@ -55,11 +55,11 @@ enum DemoCommand {
         let mode = try DemoStore.Mode(manifest: manifest)
         print(mode.banner)
         let store = DemoStore(kernel: kernel, taps: taps, meanArrival: .milliseconds(arrival), mode: mode)
-        let report = await withTaskGroup(of: Void.self) { group in
+        let report = try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await kernel.run() }
-            let report = await store.run()
-            group.cancelAll()
-            return report
+            defer { group.cancelAll() }
+            try await store.linkAccount()
+            return await store.run()
         }
         print(report.summary)
         for failure in kernel.pluginFailures { printError("proxima: \(failure)") }
@@ -151,6 +151,15 @@ struct DemoStore: Sendable {
                 "demo: payments on every lane (sandbox processor token, merchant \(PSPCommand.defaultMerchant))"
             case .identity: "demo: card identity reads on every lane (the manifest has no payment settings)"
             }
+        }
+    }
+
+    /// Links the sandbox merchant on this kernel (first use), as a POS app does once before taking payments.
+    func linkAccount() async throws {
+        guard case .payment(_, let token) = mode, let lane = kernel.manifest.lanes.first?.id else { return }
+        let reader = PaymentCardReader(kernel: kernel, lane: lane)
+        if try await !reader.isAccountLinked(using: token) {
+            try await reader.linkAccount(using: token)
         }
     }
 
