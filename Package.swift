@@ -125,6 +125,14 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Helpers shared by test targets: the Python peer runner and the live-pcscd lock.
+        .target(
+            name: "ProximaTestSupport",
+            dependencies: ["ProximaCore"],
+            path: "Tests/Support",
+            swiftSettings: strict
+        ),
+
         .testTarget(name: "ProximaCoreTests", dependencies: ["ProximaCore"], swiftSettings: strict),
         .testTarget(
             name: "ProximaKernelTests",
@@ -151,7 +159,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximaTests",
-            dependencies: ["Proxima", "ProximaCore", "ProximaKernel", "ProximaCrypto", "PaymentCapability"],
+            dependencies: [
+                "Proxima", "ProximaCore", "ProximaKernel", "ProximaCrypto", "PaymentCapability", "ProximaTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -159,16 +169,21 @@ let package = Package(
             dependencies: ["ProximaCore", "IdentityCapability", "PaymentCapability"],
             swiftSettings: strict
         ),
-        .testTarget(name: "ProximaCryptoTests", dependencies: ["ProximaCore", "ProximaCrypto"], swiftSettings: strict),
+        .testTarget(
+            name: "ProximaCryptoTests",
+            dependencies: ["ProximaCore", "ProximaCrypto", "ProximaTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "PCSCTransportTests",
-            dependencies: ["ProximaCore", "PCSCTransport"],
+            dependencies: ["ProximaCore", "PCSCTransport", "ProximaTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator", "PaymentCapability",
+                "ProximaTestSupport",
             ],
             swiftSettings: strict
         ),

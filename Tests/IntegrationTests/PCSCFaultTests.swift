@@ -2,6 +2,7 @@ import PaymentCapability
 import ProximaCardEmulator
 import ProximaCore
 import ProximaKernel
+import ProximaTestSupport
 import Synchronization
 import Testing
 

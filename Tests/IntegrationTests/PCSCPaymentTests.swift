@@ -2,6 +2,7 @@ import PaymentCapability
 import ProximaCardEmulator
 import ProximaCore
 import ProximaKernel
+import ProximaTestSupport
 import Testing
 
 /// Payment reads through the whole stack: kernel → PC/SC transport → libpcsclite → pcscd → vpcd → `VPCDCardHost`

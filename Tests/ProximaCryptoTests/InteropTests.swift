@@ -1,5 +1,6 @@
 import ProximaCore
 import ProximaCrypto
+import ProximaTestSupport
 import Testing
 
 // Cross-checks against independent implementations in Python: `cryptography` (OpenSSL- and Rust-backed, but its

@@ -1,6 +1,7 @@
 import Foundation
 import ProximaCore
 import ProximaCrypto
+import ProximaTestSupport
 import Testing
 
 private let fixedNow = Date(timeIntervalSince1970: 1_800_000_000)

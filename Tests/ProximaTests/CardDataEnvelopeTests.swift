@@ -2,6 +2,7 @@ import Foundation
 import Proxima
 import ProximaCore
 @_spi(KnownAnswerTests) import ProximaCrypto
+import ProximaTestSupport
 import Testing
 
 /// The card data envelope: the worked example of `Docs/card-data-envelope.md` (made with pyhpke) opened and

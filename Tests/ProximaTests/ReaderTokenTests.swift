@@ -1,6 +1,7 @@
 import Foundation
 import Proxima
 import ProximaCore
+import ProximaTestSupport
 import Testing
 
 /// Tokens made by an independent implementation (Python `pyjwt` with `cryptography`), signed with the TEST

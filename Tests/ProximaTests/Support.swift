@@ -4,6 +4,7 @@ import Proxima
 import ProximaCore
 import ProximaCrypto
 import ProximaKernel
+import ProximaTestSupport
 import Testing
 
 /// Paths of the package the tests read: the root is the directory holding `Package.swift` above this file.
@@ -236,59 +237,6 @@ func readerCode(_ error: (any Error)?) -> PaymentCardReaderError.Code? { (error 
 /// The code of a `ReadError`, or `nil`.
 func readCode(_ error: (any Error)?) -> PaymentCardReaderSession.ReadError.Code? {
     (error as? PaymentCardReaderSession.ReadError)?.code
-}
-
-/// Python 3 with `cryptography`, `pyhpke` and `pyjwt`: independent peers, run as child processes.
-enum Python {
-    static let executable: String? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for directory in path.split(separator: ":") {
-            let candidate = "\(directory)/python3"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }()
-
-    static var isAvailable: Bool { executable != nil }
-
-    struct Failure: Error, CustomStringConvertible {
-        let status: Int32
-        let standardError: String
-        var description: String {
-            let hint =
-                standardError.contains("ModuleNotFoundError")
-                ? " (install the Python peers: python3 -m pip install cryptography pyhpke 'pyjwt[crypto]')" : ""
-            return "python3 exited with \(status)\(hint): \(standardError)"
-        }
-    }
-
-    /// Runs `script` with `arguments`; returns standard output without the trailing newline.
-    static func run(_ script: String, arguments: [String] = []) throws -> String {
-        let executable = try #require(executable, "python3 is not on PATH")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-c", script] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(status: process.terminationStatus, standardError: String(decoding: errorData, as: UTF8.self))
-        }
-        var text = String(decoding: outputData, as: UTF8.self)
-        while text.hasSuffix("\n") { text.removeLast() }
-        return text
-    }
-
-    /// Runs `script`, which prints one JSON value, and returns it parsed.
-    static func runJSON(_ script: String, arguments: [String] = []) throws -> JSONValue {
-        try JSONValue.parse(try run(script, arguments: arguments))
-    }
 }
 
 extension JSONValue {
