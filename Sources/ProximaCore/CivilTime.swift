@@ -3,7 +3,7 @@
 ///
 /// Algorithms from Howard Hinnant, "chrono-Compatible Low-Level Date Algorithms" (days_from_civil,
 /// civil_from_days), exact for every date of the proleptic Gregorian calendar.
-public struct CivilTime: Hashable, Sendable {
+public struct CivilTime: Hashable, Sendable, CustomStringConvertible {
     public var year: Int
     public var month: Int
     public var day: Int
@@ -62,6 +62,12 @@ public struct CivilTime: Hashable, Sendable {
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
         return (1...lengths[month - 1]).contains(day)
+    }
+
+    /// `2026-11-30 06:39:29`.
+    public var description: String {
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(year)-\(two(month))-\(two(day)) \(two(hour)):\(two(minute)):\(two(second))"
     }
 
     /// RFC 3339 / ISO 8601 UTC form, `2026-11-30T06:59:29Z` (the time taken as UTC).

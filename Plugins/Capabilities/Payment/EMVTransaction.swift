@@ -26,39 +26,17 @@ public struct EMVTransactionType: RawRepresentable, Hashable, Sendable, CustomSt
 
 /// The local date and time of a transaction: tags `9A` (YYMMDD) and `9F21` (HHMMSS), both n 6.
 ///
-/// It is part of the request so that the caller's clock decides it (and tests fix it).
-public struct TransactionDate: Hashable, Sendable, CustomStringConvertible {
-    /// Four-digit year, 2000…2099 (EMV dates carry two digits).
-    public var year: Int
-    public var month: Int
-    public var day: Int
-    public var hour: Int
-    public var minute: Int
-    public var second: Int
+/// It is part of the request so that the caller's clock decides it (and tests fix it). EMV dates carry two year
+/// digits, so only 2000…2099 can be encoded.
+public typealias TransactionDate = CivilTime
 
-    public init(year: Int, month: Int, day: Int, hour: Int = 0, minute: Int = 0, second: Int = 0) {
-        self.year = year
-        self.month = month
-        self.day = day
-        self.hour = hour
-        self.minute = minute
-        self.second = second
-    }
-
+extension CivilTime {
     /// The calendar date and time of `date` in `timeZone` (Gregorian calendar).
     public init(_ date: Date, timeZone: TimeZone) {
         // Calendar arithmetic by hand: Foundation's Calendar builds an ICU calendar per call (a visible share
         // of a payment read's CPU time).
         let utc = Int64(date.timeIntervalSince1970.rounded(.down))
-        let local = CivilTime(unixSeconds: utc + Int64(timeZone.secondsFromGMT(for: date)))
-        self.init(
-            year: local.year,
-            month: local.month,
-            day: local.day,
-            hour: local.hour,
-            minute: local.minute,
-            second: local.second
-        )
+        self.init(unixSeconds: utc + Int64(timeZone.secondsFromGMT(for: date)))
     }
 
     /// `9A`: YYMMDD as BCD, or `nil` when a field is out of range.
@@ -74,11 +52,6 @@ public struct TransactionDate: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static func bcd(_ value: Int) -> UInt8 { UInt8(value / 10) << 4 | UInt8(value % 10) }
-
-    public var description: String {
-        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(year)-\(two(month))-\(two(day)) \(two(hour)):\(two(minute)):\(two(second))"
-    }
 }
 
 /// One contactless payment the terminal asks a card to authorise: the request of ``EMVPaymentCapability``.
