@@ -240,14 +240,10 @@ final class PresenceWatcher: Sendable {
 // MARK: pcscd
 
 enum PCSCD {
-    static let socketPath = "/run/pcscd/pcscd.comm"
-    static let pidPath = "/run/pcscd/pcscd.pid"
+    static let socketPath = PCSCDaemon.socketPath
+    static let pidPath = PCSCDaemon.pidPath
 
-    /// The running pcscd's PID, from its PID file ("PID\n").
-    static func pid() throws -> pid_t {
-        let text = try String(contentsOfFile: pidPath, encoding: .utf8)
-        return try #require(text.split(whereSeparator: { !$0.isNumber }).first.flatMap { pid_t($0) })
-    }
+    static func pid() throws -> pid_t { try PCSCDaemon.pid() }
 
     /// Kills pcscd with SIGKILL, as a crash would, and waits until it is gone.
     static func kill() async throws {
@@ -263,41 +259,15 @@ enum PCSCD {
         }
     }
 
-    /// The parent PID of `pid`, from `/proc/<pid>/stat`.
-    static func parent(of pid: pid_t) -> pid_t? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        return fields.count > 1 ? pid_t(fields[1]) : nil
-    }
+    static func parent(of pid: pid_t) -> pid_t? { PCSCDaemon.parent(of: pid) }
 
     /// Starts pcscd again with the harness's reader.conf.d; the harness stops every pcscd that runs with it.
     static func start() throws {
         let directory = try #require(LivePCSCD.environment["PROXIMA_PCSCD_CONFIG_DIR"])
         // A killed pcscd leaves its socket and PID file; pcscd removes them when the PID is not running.
-        // posix_spawn with default signal handling and an empty signal mask: the test runner blocks SIGTERM, and a
-        // child would inherit that and ignore the harness's SIGTERM.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        posix_spawnattr_setsigmask(&attributes, &signals)
-        sigfillset(&signals)
-        posix_spawnattr_setsigdefault(&attributes, &signals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var arguments = ["/usr/sbin/pcscd", "-f", "-c", directory]
-        if LivePCSCD.environment["PROXIMA_PCSCD_DISABLE_POLKIT"] == "1" { arguments.append("--disable-polkit") }
-        var argv = arguments.map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, "/usr/sbin/pcscd", &actions, &attributes, &argv, environ)
-        try #require(spawned == 0, "posix_spawn pcscd: \(spawned)")
+        try PCSCDaemon.spawn(
+            configDirectory: directory,
+            disablePolkit: LivePCSCD.environment["PROXIMA_PCSCD_DISABLE_POLKIT"] == "1"
+        )
     }
 }

@@ -389,42 +389,20 @@ struct PCSCLiveTests {
     }
 
     private func stopPCSCD() throws {
-        let text = try String(contentsOfFile: "/run/pcscd/pcscd.pid", encoding: .utf8)
-        // pcscd writes "PID\n\0".
-        let pid = try #require(text.split(whereSeparator: { !$0.isNumber }).first.flatMap { Int32($0) })
-        #expect(kill(pid, SIGTERM) == 0)
+        #expect(kill(try PCSCDaemon.pid(), SIGTERM) == 0)
     }
 
     private func startPCSCD() throws {
-        // The harness stops every pcscd that runs with its config directory, this one included.
         let directory = try #require(LivePCSC.environment["PROXIMA_PCSCD_CONFIG_DIR"])
         // pcscd refuses to start while the old one's socket is still there; it removes it as it exits.
         var waited = 0
-        while FileManager.default.fileExists(atPath: "/run/pcscd/pcscd.comm") && waited < 100 {
+        while FileManager.default.fileExists(atPath: PCSCDaemon.socketPath) && waited < 100 {
             usleep(50_000)
             waited += 1
         }
-        // posix_spawn with default signal handling and an empty signal mask: the test runner blocks SIGTERM, and a
-        // child would inherit that and ignore the harness's SIGTERM.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        posix_spawnattr_setsigmask(&attributes, &signals)
-        sigfillset(&signals)
-        posix_spawnattr_setsigdefault(&attributes, &signals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let arguments = ["/usr/sbin/pcscd", "-f", "-c", directory]
-        var argv = arguments.map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, "/usr/sbin/pcscd", &actions, &attributes, &argv, environ)
-        #expect(spawned == 0, "posix_spawn pcscd: \(spawned)")
+        try PCSCDaemon.spawn(
+            configDirectory: directory,
+            disablePolkit: LivePCSC.environment["PROXIMA_PCSCD_DISABLE_POLKIT"] == "1"
+        )
     }
 }
