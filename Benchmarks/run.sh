@@ -3,14 +3,18 @@
 # same process, because machines here are noisy (2 shared cores): compare ratios, not absolute times.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --product SchedulerBenchmark --product ExchangeBenchmark --product proxima \
-    --product PCSCBenchmark 2>&1 \
-    | grep -v 'prohibited flag' | tail -n 2
+# One product per build: given several --product flags, SwiftPM builds only the last.
+for product in SchedulerBenchmark ExchangeBenchmark PaymentBenchmark PCSCBenchmark proxima; do
+    swift build -c release --product "$product" 2>&1 | grep -v 'prohibited flag' | tail -n 1
+done
 echo "== Scheduler: lease + release cycles, 64 readers, 16 lanes, 1,000 requesters"
 .build/release/SchedulerBenchmark
 echo
 echo "== Kernel overhead per APDU exchange on the simulator, air time off"
 .build/release/ExchangeBenchmark
+echo
+echo "== Payment reads on the simulator, air time off: CPU per read per card profile, share of air time"
+.build/release/PaymentBenchmark
 echo
 echo "== Peak memory of 'proxima demo --lanes 16 --readers 64'"
 /usr/bin/time -v .build/release/proxima demo --config Config/proxima.json --lanes 16 --readers 64 --taps 640 \
