@@ -4,8 +4,10 @@ public import ProximaCore
 ///
 /// Bytes in and out (not ``ProximaCore/CommandAPDU``) so that one card can be hosted anywhere a real card's
 /// bytes flow: the in-process simulator transport, vpcd (for pcscd), a PN532 emulator (for libnfc) or CCID.
-/// A card is a value: a host copies it at the start of each card presence, so every tap starts from the
-/// profile's initial state, and `respond(to:)` mutates only that copy.
+/// A card is a value: a host copies it at the start of each card presence, and `respond(to:)` mutates only that
+/// copy, so session state (the selected application, a chain in progress) starts afresh on every tap. State a
+/// physical card keeps across taps belongs in a shared reference the copies hold: ``EMVCard``'s transaction
+/// counter (ATC) counts on from tap to tap, as a real card's does.
 ///
 /// Implementations must be total: a malformed or unknown command gets a status word such as `6700` (wrong
 /// length) or `6D00` (instruction not supported), never a trap.
