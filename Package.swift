@@ -176,7 +176,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PCSCTransportTests",
-            dependencies: ["ProximaCore", "PCSCTransport", "ProximaTestSupport"],
+            dependencies: ["ProximaCore", "PCSCTransport", "ProximaCardEmulator", "ProximaTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -138,32 +138,6 @@ func kernelRead(lane: Int) async throws {
 
 // MARK: In-process reference
 
-/// A channel with the card in-process, as a reader with the card in its field would be, without I/O.
-final class InProcessChannel: CardChannel {
-    let reader: ReaderID = "bench/in-process"
-    let atr: [UInt8]
-    let ats: [UInt8]
-    let uid: [UInt8]
-    let technology: CardTechnology
-    let maximumCommandLength = 261
-    let supportsExtendedLength = false
-    private let card: Mutex<any VirtualCard>
-
-    init(card: any VirtualCard) {
-        atr = card.atr
-        ats = card.ats
-        uid = card.uid
-        technology = card.technology
-        self.card = Mutex(card)
-    }
-
-    func transmit(_ command: CommandAPDU) async throws -> ResponseAPDU {
-        try ResponseAPDU(bytes: card.withLock { $0.respond(to: command.bytes) })
-    }
-
-    func close() async {}
-}
-
 /// Microseconds per read: the capability over an in-process channel minus the card answering the same APDUs.
 func measureInProcess(apdus: [[UInt8]]) async throws -> (capability: Double, card: Double) {
     let card = try CardProfiles.load(contentsOf: "Config/cards/pay-visa-qvsdc.json")
@@ -172,7 +146,11 @@ func measureInProcess(apdus: [[UInt8]]) async throws -> (capability: Double, car
     let clock = ContinuousClock()
     let begin = clock.now
     for _ in 0..<count {
-        _ = try await payment.run(transaction, on: InProcessChannel(card: card), context: context)
+        _ = try await payment.run(
+            transaction,
+            on: InProcessCardChannel(card: card, reader: "bench/in-process", recordsExchanges: false),
+            context: context
+        )
     }
     let withCard = seconds(clock.now - begin) / Double(count) * 1e6
     let cardBegin = clock.now

@@ -213,7 +213,7 @@ struct PCSCLiveTests {
             #expect(sofar.filter { $0 == .cardPresent(reader) }.count == 1)
             #expect(!sofar.contains(.cardRemoved(reader)))
 
-            card.remove()
+            await card.remove()
             next = try await log.expect(.cardRemoved(reader), after: next)
             let code = await errorCode { try await channel.transmit(CommandAPDU(bytes: LivePCSC.selectVisa)) }
             #expect(code == .cardRemoved)
@@ -228,7 +228,7 @@ struct PCSCLiveTests {
             let answer = try await nextChannel.transmit(CommandAPDU(bytes: LivePCSC.selectVisa))
             #expect(answer.bytes == LivePCSC.selectAnswer)
             await nextChannel.close()
-            again.remove()
+            await again.remove()
             try await log.expect(.cardRemoved(reader), after: next)
         }
     }
@@ -249,7 +249,7 @@ struct PCSCLiveTests {
                 let channel = try #require(try await group.next())
                 #expect(channel.uid == LivePCSC.uid)
                 await channel.close()
-                card.remove()
+                await card.remove()
             }
             try await log.expect(.cardRemoved(reader))
         }
@@ -290,7 +290,7 @@ struct PCSCLiveTests {
                 }
             }
             await channel.close()
-            card.remove()
+            await card.remove()
             try await holderLog.expect(.cardRemoved(holderReader), after: next)
         }
     }
@@ -322,7 +322,7 @@ struct PCSCLiveTests {
                 #expect(try await later.transmit(CommandAPDU(bytes: LivePCSC.selectVisa)).status == .success)
                 await later.close()
             }
-            card.remove()
+            await card.remove()
             try await holderLog.expect(.cardRemoved(holderReader), after: next)
         }
     }
@@ -353,7 +353,7 @@ struct PCSCLiveTests {
             #expect(unsupported == .unsupported)
             #expect(try await channel.transceive(command) == ResponseAPDU(data: [45], status: .success))
             await channel.close()
-            card.remove()
+            await card.remove()
             try await log.expect(.cardRemoved(reader), after: next)
         }
     }
@@ -383,7 +383,7 @@ struct PCSCLiveTests {
             let channel = try await transport.openChannel(to: reader, options: ConnectOptions())
             #expect(try await channel.transmit(CommandAPDU(bytes: LivePCSC.selectVisa)).bytes == LivePCSC.selectAnswer)
             await channel.close()
-            card.remove()
+            await card.remove()
             try await log.expect(.cardRemoved(reader), after: next)
         }
     }

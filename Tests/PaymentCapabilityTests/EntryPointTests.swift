@@ -46,7 +46,7 @@ import Testing
         jcb.kernelIdentifier = [0x05]
         card.applications[0].priority = 2
         card.applications.insert(jcb, at: 0)
-        let hosted = HostedCardChannel(card: card)
+        let hosted = hostedChannel(card)
         let outcome = try await capability(Recorder()).run(purchase(), on: hosted, context: tapContext)
         #expect(outcome.selectedApplicationIdentifier == visaAID)
         #expect(hosted.commands.map(\.hexString).contains(selectCommand("A0000000651010")) == false)
@@ -67,7 +67,7 @@ import Testing
         // Maestro has priority 1: its SELECT fails, so Mastercard (priority 2) is next.
         let maestro = try #require(card.applications.firstIndex { $0.identifier == maestroAID })
         card.applications[maestro].selectStatus = status
-        let channel = HostedCardChannel(card: card)
+        let channel = hostedChannel(card)
         let outcome = try await capability(Recorder()).run(purchase(), on: channel, context: tapContext)
         #expect(outcome.status == .onlineRequest)
         #expect(outcome.selectedApplicationIdentifier == mastercardAID)
@@ -100,7 +100,7 @@ import Testing
         card.applications[0].processingOptionsDOL = hex("9F02069F3704")
         let outcome = try await capability(Recorder()).run(
             purchase(),
-            on: HostedCardChannel(card: card),
+            on: hostedChannel(card),
             context: tapContext
         )
         #expect(outcome.status == .endApplication)
@@ -124,7 +124,7 @@ import Testing
         for file in ["pay-visa-qvsdc.json", "pay-mastercard-mchip.json"] {
             var card = try loadEMVCard(file)
             card.applications[0].processingOptionsStatus = statusCase.status
-            let channel = HostedCardChannel(card: card)
+            let channel = hostedChannel(card)
             let outcome = try await capability(Recorder()).run(purchase(), on: channel, context: tapContext)
             #expect(outcome.status == statusCase.outcome, "\(file)")
             let sw = StatusWord(rawValue: statusCase.status)
@@ -140,7 +140,7 @@ import Testing
         var card = try loadEMVCard("pay-multi-aid.json")
         let maestro = try #require(card.applications.firstIndex { $0.identifier == maestroAID })
         card.applications[maestro].processingOptionsStatus = 0x6985
-        let channel = HostedCardChannel(card: card)
+        let channel = hostedChannel(card)
         let outcome = try await capability(Recorder()).run(purchase(), on: channel, context: tapContext)
         #expect(outcome.selectedApplicationIdentifier == mastercardAID)
         #expect(outcome.status == .onlineRequest)
@@ -151,7 +151,7 @@ import Testing
         single.applications[0].processingOptionsStatus = 0x6985
         let last = try await capability(Recorder()).run(
             purchase(),
-            on: HostedCardChannel(card: single),
+            on: hostedChannel(single),
             context: tapContext
         )
         #expect(last.status == .endApplication)

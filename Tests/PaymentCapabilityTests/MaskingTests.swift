@@ -31,7 +31,7 @@ import Testing
     ])
     func outcomesAndErrorsNeverShowThePAN(file: String) async throws {
         let card = try loadEMVCard(file)
-        let channel = HostedCardChannel(card: card)
+        let channel = hostedChannel(card)
         let recorder = Recorder()
         var texts: [String] =
             renderings(card) + renderings(card.applications) + renderings(card.applications[0].records)
@@ -56,7 +56,7 @@ import Testing
 
     @Test func cardDataDescriptionListsTagsOnly() async throws {
         let outcome = try await capability(Recorder())
-            .run(purchase(), on: HostedCardChannel(card: try loadEMVCard("pay-visa-qvsdc.json")), context: tapContext)
+            .run(purchase(), on: hostedChannel(try loadEMVCard("pay-visa-qvsdc.json")), context: tapContext)
         let text = outcome.cardData.description
         #expect(text.hasPrefix("EMVCardData("))
         #expect(text.contains("57 5A 5F24"))

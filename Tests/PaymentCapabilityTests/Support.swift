@@ -23,49 +23,12 @@ let testPANs = [
     "4761739001010119", "4761739001010010", "5413330089010012", "5413330089010020", "5413330089010038",
 ]
 
-/// A `CardChannel` that hosts a virtual card in-process, as a reader with a card in its field would; it logs
-/// every command. `Sendable` because its state sits behind one `Mutex`.
-final class HostedCardChannel: CardChannel {
-    let reader: ReaderID = "test/hosted"
-    let atr: [UInt8]
-    let ats: [UInt8]
-    let uid: [UInt8]
-    let technology: CardTechnology
-    let maximumCommandLength = 261
-    let supportsExtendedLength = false
+/// The in-process channel the payment tests read through, reporting the reader of ``tapContext``.
+func hostedChannel(_ card: any VirtualCard) -> InProcessCardChannel {
+    InProcessCardChannel(card: card, reader: "test/hosted")
+}
 
-    private struct State {
-        var card: any VirtualCard
-        var commands: [[UInt8]] = []
-        var responses: [[UInt8]] = []
-    }
-    private let state: Mutex<State>
-
-    init(card: any VirtualCard) {
-        atr = card.atr
-        ats = card.ats
-        uid = card.uid
-        technology = card.technology
-        state = Mutex(State(card: card))
-    }
-
-    func transmit(_ command: CommandAPDU) async throws -> ResponseAPDU {
-        let bytes = state.withLock { state in
-            let answer = state.card.respond(to: command.bytes)
-            state.commands.append(command.bytes)
-            state.responses.append(answer)
-            return answer
-        }
-        return try ResponseAPDU(bytes: bytes)
-    }
-
-    func close() async {}
-
-    /// Every command sent, as bytes.
-    var commands: [[UInt8]] { state.withLock { $0.commands } }
-    /// Every answer, as bytes (data and status word).
-    var responses: [[UInt8]] { state.withLock { $0.responses } }
-
+extension InProcessCardChannel {
     /// The data field of the last command with this instruction byte.
     func lastData(ofInstruction ins: UInt8) throws -> [UInt8] {
         let bytes = try #require(commands.last { $0.count > 1 && $0[1] == ins })

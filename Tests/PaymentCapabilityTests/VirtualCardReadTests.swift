@@ -74,7 +74,7 @@ import Testing
     @Test(arguments: expectations)
     func readsProfile(_ expected: Expectation) async throws {
         let card = try loadEMVCard(expected.file)
-        let channel = HostedCardChannel(card: card)
+        let channel = hostedChannel(card)
         let recorder = Recorder()
         let outcome = try await capability(recorder).run(purchase(2999), on: channel, context: tapContext)
 
@@ -126,7 +126,7 @@ import Testing
     }
 
     @Test func qVSDCSendsOneGPOAndReadsTheAFL() async throws {
-        let channel = HostedCardChannel(card: try loadEMVCard("pay-visa-qvsdc.json"))
+        let channel = hostedChannel(try loadEMVCard("pay-visa-qvsdc.json"))
         let recorder = Recorder()
         let outcome = try await capability(recorder).run(purchase(2999), on: channel, context: tapContext)
         let un = recorder.lastNumberBytes.hexString
@@ -148,7 +148,7 @@ import Testing
     }
 
     @Test func mChipAsksForAnARQCWithCDOL1() async throws {
-        let channel = HostedCardChannel(card: try loadEMVCard("pay-mastercard-mchip.json"))
+        let channel = hostedChannel(try loadEMVCard("pay-mastercard-mchip.json"))
         let recorder = Recorder()
         let outcome = try await capability(recorder).run(purchase(2999), on: channel, context: tapContext)
         let commands = channel.commands.map(\.hexString)
@@ -170,13 +170,13 @@ import Testing
     @Test(arguments: ["pay-visa-qvsdc.json", "pay-mastercard-mchip.json"])
     func atcIncrementsAcrossReadsAndTaps(file: String) async throws {
         let card = try loadEMVCard(file)
-        let channel = HostedCardChannel(card: card)
+        let channel = hostedChannel(card)
         let recorder = Recorder()
         let payment = capability(recorder)
         let first = try await payment.run(purchase(100), on: channel, context: tapContext)
         let second = try await payment.run(purchase(200), on: channel, context: tapContext)
         // A new tap hosts a fresh copy of the same card: the ATC is the card's memory and keeps counting.
-        let third = try await payment.run(purchase(300), on: HostedCardChannel(card: card), context: tapContext)
+        let third = try await payment.run(purchase(300), on: hostedChannel(card), context: tapContext)
         func atc(_ outcome: EMVOutcome) throws -> Int {
             let bytes = try #require(outcome.cardData[0x9F36])
             return Int(bytes[0]) << 8 | Int(bytes[1])
@@ -191,7 +191,7 @@ import Testing
     }
 
     @Test func malformedRecordFailsNamingTheRecord() async throws {
-        let channel = HostedCardChannel(card: try loadEMVCard("pay-malformed-record.json"))
+        let channel = hostedChannel(try loadEMVCard("pay-malformed-record.json"))
         let recorder = Recorder()
         let error = await #expect(throws: PaymentError.self) {
             try await capability(recorder).run(purchase(), on: channel, context: tapContext)
@@ -206,7 +206,7 @@ import Testing
     }
 
     @Test func preferredApplicationIsSelectedFirst() async throws {
-        let channel = HostedCardChannel(card: try loadEMVCard("pay-multi-aid.json"))
+        let channel = hostedChannel(try loadEMVCard("pay-multi-aid.json"))
         let outcome = try await capability(Recorder())
             .run(purchase(preferred: visaAID), on: channel, context: tapContext)
         #expect(outcome.selectedApplicationIdentifier == visaAID)
@@ -221,7 +221,7 @@ import Testing
         let outcome = try await capability(recorder, settings: settings)
             .run(
                 purchase(2999),
-                on: HostedCardChannel(card: try loadEMVCard("pay-mastercard-mchip.json")),
+                on: hostedChannel(try loadEMVCard("pay-mastercard-mchip.json")),
                 context: tapContext
             )
         #expect(outcome.cvm == .onlinePIN)
@@ -231,7 +231,7 @@ import Testing
         let below = try await capability(Recorder(), settings: settings)
             .run(
                 purchase(999),
-                on: HostedCardChannel(card: try loadEMVCard("pay-mastercard-mchip.json")),
+                on: hostedChannel(try loadEMVCard("pay-mastercard-mchip.json")),
                 context: tapContext
             )
         #expect(below.cvm == .noCVM)
@@ -240,7 +240,7 @@ import Testing
 
     @Test func qVSDCCVMRequiredByAmountSetsTheTTQ() async throws {
         let settings = TerminalSettings(cvmRequiredLimit: 1000)
-        let channel = HostedCardChannel(card: try loadEMVCard("pay-visa-qvsdc.json"))
+        let channel = hostedChannel(try loadEMVCard("pay-visa-qvsdc.json"))
         let outcome = try await capability(Recorder(), settings: settings).run(
             purchase(1000),
             on: channel,
@@ -256,7 +256,7 @@ import Testing
         card.applications[0].decision = .aac
         let outcome = try await capability(Recorder()).run(
             purchase(),
-            on: HostedCardChannel(card: card),
+            on: hostedChannel(card),
             context: tapContext
         )
         #expect(outcome.status == .declined)
