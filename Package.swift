@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ProximaSystem", targets: ["ProximaSystem"]),
         .library(name: "ProximaCardEmulator", targets: ["ProximaCardEmulator"]),
         .library(name: "ProximaCrypto", targets: ["ProximaCrypto"]),
+        .library(name: "ProximaProcessorSandbox", targets: ["ProximaProcessorSandbox"]),
         .executable(name: "proxima", targets: ["proxima"]),
         .executable(name: "FuzzBERTLV", targets: ["FuzzBERTLV"]),
         .executable(name: "FuzzAPDU", targets: ["FuzzAPDU"]),
@@ -50,23 +51,38 @@ let package = Package(
             path: "Plugins/Transports/PCSC",
             swiftSettings: strict
         ),
+        // EMV pieces both payment and identity read: the PPSE directory, FCIs, brands and kernels, card-answer parsing.
+        .target(
+            name: "EMVCommon",
+            dependencies: ["ProximaCore"],
+            path: "Plugins/Capabilities/EMV",
+            swiftSettings: strict
+        ),
         .target(
             name: "PaymentCapability",
-            dependencies: ["ProximaCore"],
+            dependencies: ["ProximaCore", "EMVCommon", "ProximaKernel", "ProximaCrypto", "ProximaSystem"],
             path: "Plugins/Capabilities/Payment",
             swiftSettings: strict
         ),
         .target(
             name: "IdentityCapability",
-            dependencies: ["ProximaCore", "PaymentCapability"],
+            dependencies: ["ProximaCore", "EMVCommon"],
             path: "Plugins/Capabilities/Identity",
             swiftSettings: strict
         ),
         .target(
             name: "Proxima",
             dependencies: [
-                "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "ProximaCardEmulator",
-                "IdentityCapability", "PaymentCapability", "ProximaCrypto",
+                "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
+                "PaymentCapability", "EMVCommon",
+            ],
+            swiftSettings: strict
+        ),
+        // The processor's side (tokens, envelope opening) for the CLI, the demo and tests; never linked into apps.
+        .target(
+            name: "ProximaProcessorSandbox",
+            dependencies: [
+                "Proxima", "PaymentCapability", "ProximaCore", "ProximaCrypto", "ProximaKernel", "ProximaSystem",
             ],
             swiftSettings: strict
         ),
@@ -74,7 +90,7 @@ let package = Package(
             name: "proxima",
             dependencies: [
                 "Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability",
-                "PaymentCapability",
+                "PaymentCapability", "ProximaProcessorSandbox", "ProximaCrypto", "ProximaSystem",
             ],
             swiftSettings: strict
         ),
@@ -85,16 +101,20 @@ let package = Package(
         .executableTarget(name: "FuzzAPDU", dependencies: ["ProximaCore", "FuzzSupport"], path: "Fuzz/FuzzAPDU"),
         .executableTarget(
             name: "FuzzEMV",
-            dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability"],
+            dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability", "EMVCommon"],
             path: "Fuzz/FuzzEMV"
         ),
         .executableTarget(
             name: "FuzzManifest",
-            dependencies: ["ProximaCore", "ProximaKernel", "Proxima"],
+            dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "PaymentCapability"],
             path: "Fuzz/FuzzManifest"
         ),
 
-        .executableTarget(name: "TapToPayExample", dependencies: ["Proxima"], path: "Examples/TapToPayExample"),
+        .executableTarget(
+            name: "TapToPayExample",
+            dependencies: ["Proxima", "ProximaProcessorSandbox"],
+            path: "Examples/TapToPayExample"
+        ),
 
         .executableTarget(
             name: "SchedulerBenchmark",
@@ -112,7 +132,7 @@ let package = Package(
             name: "PCSCBenchmark",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "PaymentCapability", "ProximaCardEmulator",
-                "CPCSCLite",
+                "CPCSCLite", "ProximaProcessorSandbox", "EMVCommon",
             ],
             path: "Benchmarks/PCSCBenchmark",
             swiftSettings: strict
@@ -122,7 +142,7 @@ let package = Package(
             name: "PaymentBenchmark",
             dependencies: [
                 "Proxima", "ProximaCore", "ProximaKernel", "PaymentCapability", "ProximaCardEmulator",
-                "SimulatorTransport", "ProximaCrypto",
+                "SimulatorTransport", "ProximaCrypto", "ProximaProcessorSandbox", "EMVCommon",
             ],
             path: "Benchmarks/PaymentBenchmark",
             swiftSettings: strict
@@ -139,7 +159,7 @@ let package = Package(
         .testTarget(name: "ProximaCoreTests", dependencies: ["ProximaCore"], swiftSettings: strict),
         .testTarget(
             name: "ProximaKernelTests",
-            dependencies: ["ProximaCore", "ProximaKernel", "Proxima"],
+            dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "PaymentCapability"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -151,25 +171,26 @@ let package = Package(
             name: "SimulatorTests",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator", "Proxima",
-                "IdentityCapability", "PaymentCapability",
+                "IdentityCapability", "PaymentCapability", "EMVCommon", "ProximaProcessorSandbox",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "PaymentCapabilityTests",
-            dependencies: ["ProximaCore", "PaymentCapability", "ProximaCardEmulator", "ProximaCrypto"],
+            dependencies: ["ProximaCore", "PaymentCapability", "ProximaCardEmulator", "ProximaCrypto", "EMVCommon"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ProximaTests",
             dependencies: [
                 "Proxima", "ProximaCore", "ProximaKernel", "ProximaCrypto", "PaymentCapability", "ProximaTestSupport",
+                "ProximaProcessorSandbox", "EMVCommon", "ProximaSystem",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "IdentityCapabilityTests",
-            dependencies: ["ProximaCore", "IdentityCapability", "PaymentCapability"],
+            dependencies: ["ProximaCore", "IdentityCapability", "PaymentCapability", "EMVCommon"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -186,7 +207,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator", "PaymentCapability",
-                "ProximaTestSupport",
+                "ProximaTestSupport", "ProximaProcessorSandbox", "EMVCommon",
             ],
             swiftSettings: strict
         ),

@@ -11,6 +11,7 @@
 import Foundation
 import PaymentCapability
 import Proxima
+import ProximaProcessorSandbox
 import ProximaCardEmulator
 import ProximaCore
 import ProximaCrypto

@@ -9,8 +9,9 @@
 // the TEST payment cards) and its first lane (or `PROXIMA_LANE`). The processor token is `PSP_TOKEN`; without it
 // the example issues a sandbox token itself, signed with the TEST processor key next to the manifest
 // (keys/psp-test-private.pem, or the file `PSP_PRIVATE_KEY` names), through `PaymentProcessorSandbox`, as
-// `proxima psp token` does.
+// `proxima psp token` does. The sandbox is the processor's side, its own product: an app never links it.
 import Proxima
+import ProximaProcessorSandbox
 
 do {
     let environmentToken = ProcessInfo.processInfo.environment["PSP_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }

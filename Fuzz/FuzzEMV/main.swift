@@ -1,3 +1,4 @@
+import EMVCommon
 import FuzzSupport
 import PaymentCapability
 import ProximaCore

@@ -1,7 +1,8 @@
-import PCSCTransport
-import ProximaCore
+internal import PCSCTransport
+internal import PaymentCapability
+internal import ProximaCore
 public import ProximaKernel
-import SimulatorTransport
+internal import SimulatorTransport
 
 /// The plugin types compiled into Proxima, registered in code: the manifest's `type` picks one.
 ///

@@ -1,7 +1,8 @@
 import Foundation
-import ProximaCore
-import ProximaKernel
-import Synchronization
+internal import PaymentCapability
+internal import ProximaCore
+package import ProximaKernel
+internal import Synchronization
 
 /// The process-wide kernel behind `PaymentCardReader()` (no arguments), as Apple's reader needs no setup.
 ///
@@ -75,13 +76,13 @@ enum DefaultPaymentKernel {
         return .success(kernel)
     }()
 
-    /// The default kernel bound to the default lane.
-    static func binding() -> Result<PaymentCardReader.Binding, PaymentCardReaderError> {
+    /// The payment service of the default kernel on the default lane.
+    static func service() -> Result<PaymentService, PaymentCardReaderError> {
         switch shared {
         case .failure(let error):
             return .failure(error)
         case .success(let kernel):
-            return PaymentCardReader.bind(kernel, lane: laneName.map(LaneID.init(rawValue:)))
+            return PaymentCardReader.service(kernel, lane: laneName.map(LaneID.init(rawValue:)))
         }
     }
 
@@ -92,6 +93,9 @@ enum DefaultPaymentKernel {
 }
 
 extension PaymentCardReader {
+    /// The manifest `PaymentCardReader()` uses, loaded without starting a kernel (for the processor sandbox).
+    package static func defaultManifest() throws -> Manifest { try DefaultPaymentKernel.manifest() }
+
     /// Sets the manifest and lane of the default kernel in code instead of `PROXIMA_CONFIG` and `PROXIMA_LANE`,
     /// for hosts and tests that must not change the process environment (child processes inherit it).
     ///

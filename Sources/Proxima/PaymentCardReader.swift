@@ -1,8 +1,7 @@
 import Foundation
+internal import PaymentCapability
 public import ProximaCore
-import ProximaCrypto
 public import ProximaKernel
-import Synchronization
 
 /// A payment card reader bound to a kernel and a lane (Apple's `PaymentCardReader`): link the merchant account,
 /// prepare a session, and read cards on the lane's readers.
@@ -24,7 +23,7 @@ import Synchronization
 /// the lane `PROXIMA_LANE` (else the manifest's first lane), so code written for iOS compiles and runs unchanged.
 /// ``init(kernel:lane:options:)`` binds a kernel the caller runs.
 ///
-/// The manifest's `capabilities.payment` block (``PaymentSettings``) holds the processor key, the token issuer
+/// The manifest's `capabilities.payment` block holds the processor key, the token issuer
 /// and this kernel's reader identifier; without it every call throws ``PaymentCardReaderError/notAllowed(_:)``.
 ///
 /// One read at a time per reader: a second concurrent read throws ``PaymentCardReaderError/readerBusy(_:)``. Keep
@@ -107,20 +106,6 @@ public final class PaymentCardReader: Sendable {
         }
     }
 
-    /// The kernel and lane a reader works on, and its settings.
-    struct Binding: Sendable {
-        var kernel: Kernel
-        var lane: LaneID
-        var settings: Result<PaymentSettings, PaymentCardReaderError>
-    }
-
-    /// The read in progress; `owner` is the session that started it.
-    struct ActiveRead: Sendable {
-        var owner: ObjectIdentifier
-        var cancel: AsyncStream<Void>.Continuation
-        var cancelRequested = false
-    }
-
     /// Readers run on Linux hosts with any supported transport: always `true` (Apple's checks the device model).
     public static let isSupported = true
 
@@ -131,10 +116,11 @@ public final class PaymentCardReader: Sendable {
     /// when the reader is released. Iterate it from one task, as any `AsyncStream`.
     public let events: AsyncStream<Event>
 
-    let binding: Result<Binding, PaymentCardReaderError>
-    let now: @Sendable () -> Date
+    /// The payment service of the kernel and lane, or why there is none (every call then throws it).
+    let service: Result<PaymentService, PaymentCardReaderError>
+    /// One read at a time on this reader, and `cancelRead()`.
+    let readSlot = PaymentReadSlot()
     private let eventContinuation: AsyncStream<Event>.Continuation
-    let activeRead = Mutex<ActiveRead?>(nil)
 
     /// A reader on the process-wide default kernel (Apple's `init(options:)`).
     ///
@@ -144,7 +130,7 @@ public final class PaymentCardReader: Sendable {
     /// cannot be loaded the reader still exists, and every call throws ``PaymentCardReaderError/notAllowed(_:)``
     /// with the manifest's errors.
     public convenience init(options: Options = Options()) {
-        self.init(binding: DefaultPaymentKernel.binding(), options: options, now: { Date() })
+        self.init(service: DefaultPaymentKernel.service(), options: options)
     }
 
     /// A reader on `kernel`, for `lane`. The caller runs the kernel (`kernel.run()` in its task group).
@@ -154,43 +140,36 @@ public final class PaymentCardReader: Sendable {
     ///   - lane: The lane whose readers serve this reader's reads; `nil` uses the manifest's first lane.
     ///   - options: Read and prepare options.
     public convenience init(kernel: Kernel, lane: LaneID? = nil, options: Options = Options()) {
-        self.init(binding: Self.bind(kernel, lane: lane), options: options, now: { Date() })
+        self.init(service: Self.service(kernel, lane: lane), options: options)
     }
 
-    init(binding: Result<Binding, PaymentCardReaderError>, options: Options, now: @escaping @Sendable () -> Date) {
-        self.binding = binding
+    init(service: Result<PaymentService, PaymentCardReaderError>, options: Options) {
+        self.service = service
         self.options = options
-        self.now = now
         (events, eventContinuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
     }
 
     deinit { eventContinuation.finish() }
 
-    static func bind(_ kernel: Kernel, lane: LaneID?) -> Result<Binding, PaymentCardReaderError> {
-        let lanes = kernel.manifest.lanes.map(\.id)
-        guard let chosen = lane ?? lanes.first else {
-            return .failure(.unsupported("the manifest has no lanes"))
+    static func service(_ kernel: Kernel, lane: LaneID?) -> Result<PaymentService, PaymentCardReaderError> {
+        Result { () throws(PaymentCardReaderError) in
+            do throws(PaymentServiceError) {
+                return try PaymentService(kernel: kernel, lane: lane)
+            } catch {
+                throw PaymentErrorMapping.readerError(error)
+            }
         }
-        guard lanes.contains(chosen) else {
-            return .failure(
-                .unsupported(
-                    "lane \"\(chosen)\" is not in the manifest (lanes: \(lanes.map(\.rawValue).joined(separator: ", ")))"
-                )
-            )
-        }
-        let settings = Result { () throws(PaymentCardReaderError) in try PaymentSettings(manifest: kernel.manifest) }
-        return .success(Binding(kernel: kernel, lane: chosen, settings: settings))
     }
 
     /// The kernel, unless the default configuration could not be loaded.
-    public var kernel: Kernel? { try? binding.get().kernel }
+    public var kernel: Kernel? { try? service.get().kernel }
     /// The lane reads run on, unless the default configuration could not be loaded.
-    public var lane: LaneID? { try? binding.get().lane }
+    public var lane: LaneID? { try? service.get().lane }
 
     /// This kernel's reader identifier (`capabilities.payment.readerIdentifier`), for the processor and support.
     /// - Throws: ``PaymentCardReaderError/notAllowed(_:)`` without valid payment settings.
     public var readerIdentifier: String {
-        get async throws { try settings().readerIdentifier }
+        get async throws { try resolvedService().settings.readerIdentifier }
     }
 
     /// Whether the merchant of `token` is linked on this kernel (with the token's processor and this reader
@@ -199,9 +178,7 @@ public final class PaymentCardReader: Sendable {
     /// - Throws: ``PaymentCardReaderError`` — `notAllowed`, `emptyReaderToken`, `invalidReaderToken`,
     ///   `tokenExpired`, or `accountLinkingCheckFailed` when the link file is unreadable.
     public func isAccountLinked(using token: Token) async throws -> Bool {
-        let settings = try settings()
-        let verified = try verify(token, settings: settings)
-        return try linkStore().read()?.covers(verified, readerIdentifier: settings.readerIdentifier) ?? false
+        try mapped { try resolvedService().isLinked(token.rawValue) }
     }
 
     /// Links the merchant of `token` on this kernel: verifies the token and records merchant id, processor and
@@ -212,42 +189,19 @@ public final class PaymentCardReader: Sendable {
     ///   when another merchant or processor is linked (use ``relinkAccount(using:)``); `accountLinkingFailed` when
     ///   the file cannot be written.
     public func linkAccount(using token: Token) async throws {
-        let settings = try settings()
-        let verified = try verify(token, settings: settings)
-        let store = try linkStore()
-        if let existing = try store.read() {
-            if existing.covers(verified, readerIdentifier: settings.readerIdentifier) { return }
-            throw PaymentCardReaderError.accountAlreadyLinked(
-                "\(store.path) links \(existing); call relinkAccount(using:) to link merchant \(verified.merchantID)"
-            )
-        }
-        try store.write(
-            AccountLink(
-                merchantID: verified.merchantID,
-                processor: verified.issuer,
-                readerIdentifier: settings.readerIdentifier,
-                linkedAt: now()
-            )
-        )
+        try mapped { try resolvedService().link(token.rawValue, replacing: false) }
     }
 
     /// Replaces whatever account is linked with the merchant of `token` (Apple's `relinkAccount(using:)`).
     /// - Throws: As ``linkAccount(using:)``, never `accountAlreadyLinked`.
     public func relinkAccount(using token: Token) async throws {
-        let settings = try settings()
-        let verified = try verify(token, settings: settings)
-        try linkStore().write(
-            AccountLink(
-                merchantID: verified.merchantID,
-                processor: verified.issuer,
-                readerIdentifier: settings.readerIdentifier,
-                linkedAt: now()
-            )
-        )
+        try mapped { try resolvedService().link(token.rawValue, replacing: true) }
     }
 
     /// The linked account, if any (for support tools and `proxima pay`).
-    public func linkedAccount() async throws -> AccountLink? { try linkStore().read() }
+    public func linkedAccount() async throws -> LinkedAccount? {
+        try mapped { try resolvedService().linkedAccount().map(LinkedAccount.init) }
+    }
 
     /// A prepared session (Apple's `prepare(using:)`): ``PaymentCardReaderSession/init(reader:token:)`` then
     /// ``PaymentCardReaderSession/prepare()``.
@@ -259,49 +213,50 @@ public final class PaymentCardReader: Sendable {
 
     // MARK: Internals
 
-    func resolvedBinding() throws(PaymentCardReaderError) -> Binding { try binding.get() }
+    func resolvedService() throws(PaymentCardReaderError) -> PaymentService { try service.get() }
 
-    func settings() throws(PaymentCardReaderError) -> PaymentSettings { try resolvedBinding().settings.get() }
-
-    func verify(_ token: Token, settings: PaymentSettings) throws(PaymentCardReaderError) -> VerifiedReaderToken {
-        try ReaderTokenVerifier(settings: settings, now: now).verify(token)
-    }
-
-    func linkStore() throws(PaymentCardReaderError) -> AccountLinkStore {
-        AccountLinkStore(directory: try resolvedBinding().kernel.manifest.dataDirectory)
+    /// Runs a service call, mapping its errors to Apple's names.
+    func mapped<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            throw PaymentErrorMapping.apiError(error)
+        }
     }
 
     func emit(_ event: Event) { eventContinuation.yield(event) }
+}
 
-    /// Waits until a reader that may serve the lane is present and healthy, for at most `timeout`.
-    func waitForLaneReader(_ binding: Binding, timeout: Duration) async -> Bool {
-        let kernel = binding.kernel
-        guard let lane = kernel.manifest.lanes.first(where: { $0.id == binding.lane }) else { return false }
-        let pinned = options.pinnedReader
-        func ready(_ snapshot: PoolSnapshot) -> Bool {
-            snapshot.readers.contains { reader in
-                let serves =
-                    pinned.map { reader.info.id == $0 }
-                    ?? (reader.lanes.contains(lane.id) || (reader.isShared && lane.overflowToShared))
-                return serves && (reader.state == .idle || reader.state == .leased)
-            }
+extension PaymentCardReader {
+    /// A processor-issued reader token (Apple's `PaymentCardReader.Token`): an ES256 JWT signed with the
+    /// processor's key, naming the merchant and this kernel's reader identifier.
+    ///
+    /// Its description and reflection (`dump`) never show the token: it is a bearer credential.
+    public struct Token: RawRepresentable, Hashable, Sendable, CustomStringConvertible, CustomReflectable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { "PaymentCardReader.Token(\(rawValue.utf8.count) characters, redacted)" }
+        public var customMirror: Mirror { Mirror(self, children: ["rawValue": "redacted"], displayStyle: .struct) }
+    }
+
+    /// The merchant account linked on a kernel: which merchant, with which processor, for which reader identifier,
+    /// since when.
+    public struct LinkedAccount: Hashable, Sendable, CustomStringConvertible {
+        public var merchantID: String
+        /// The processor: the linking token's `iss`.
+        public var processor: String
+        public var readerIdentifier: String
+        public var linkedAt: Date
+
+        init(_ link: AccountLink) {
+            merchantID = link.merchantID
+            processor = link.processor
+            readerIdentifier = link.readerIdentifier
+            linkedAt = link.linkedAt
         }
-        let changes = kernel.events.subscribe(bufferSize: 64)
-        if ready(await kernel.snapshot()) { return true }
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await event in changes where event.kind == .readerAppeared || event.kind == .readerRecovered {
-                    if ready(await kernel.snapshot()) { return true }
-                }
-                return false
-            }
-            group.addTask {
-                try? await kernel.clock.sleep(until: kernel.clock.now + timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+
+        public var description: String {
+            "merchant \(merchantID) with \(processor) on \(readerIdentifier) since \(AccountLinkStore.format(linkedAt))"
         }
     }
 }

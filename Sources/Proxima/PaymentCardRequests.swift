@@ -1,5 +1,5 @@
 import Foundation
-import PaymentCapability
+internal import PaymentCapability
 
 /// A payment to read a card for (Apple's `PaymentCardTransactionRequest`).
 public struct PaymentCardTransactionRequest: Hashable, Sendable {
@@ -131,6 +131,28 @@ public struct PaymentCardReadResult: Hashable, Sendable, Identifiable, CustomStr
         self.lane = lane
         self.device = device
         self.paymentCardDataExpiresAt = paymentCardDataExpiresAt
+    }
+
+    /// The API result of a sealed read.
+    init(_ read: SealedPaymentRead) {
+        self.init(
+            id: read.transactionID,
+            paymentCardData: read.envelope,
+            generalCardData: read.card.map {
+                GeneralCardData(
+                    brand: $0.brand,
+                    lastFourDigits: $0.lastFourDigits,
+                    expirationMonth: $0.expirationMonth,
+                    expirationYear: $0.expirationYear
+                )
+            },
+            outcome: read.failure.map { $0.code == .declined ? .cardDeclined : .failure } ?? .success,
+            isPINRequired: read.isPINRequired,
+            applicationTypeIdentifier: read.applicationIdentifier,
+            lane: read.lane.rawValue,
+            device: read.reader.rawValue,
+            paymentCardDataExpiresAt: read.expiresAt
+        )
     }
 
     public var description: String {

@@ -1,7 +1,9 @@
 import Foundation
+import EMVCommon
 import IdentityCapability
 import PaymentCapability
 import Proxima
+import ProximaProcessorSandbox
 import ProximaCore
 import ProximaKernel
 import Synchronization

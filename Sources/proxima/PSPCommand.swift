@@ -1,7 +1,9 @@
 import Foundation
 import Proxima
+import ProximaProcessorSandbox
 import ProximaCore
 import ProximaKernel
+import ProximaSystem
 
 /// `proxima psp`: the payment processor's side, as a sandbox for integrators.
 enum PSPCommand {
@@ -40,15 +42,21 @@ enum PSPCommand {
             let pair = try ProcessorKeyPair.generate()
             let privatePath = PathResolution.resolve("psp-private.pem", against: directory)
             let publicPath = PathResolution.resolve("psp-public.pem", against: directory)
+            guard FileManager.default.fileExists(atPath: directory) else {
+                throw UsageError("the --out folder \(directory) does not exist; create it first")
+            }
             guard !FileManager.default.fileExists(atPath: privatePath) else {
                 throw UsageError("\(privatePath) exists; keygen never overwrites a key")
             }
-            try Data(try pair.privateKeyPEM().utf8).write(
-                to: URL(fileURLWithPath: privatePath),
-                options: .withoutOverwriting
+            // The private key is created 0600 from the start and never replaces a file (no moment where it is
+            // readable by others, no silent overwrite).
+            try SystemFile.writeAtomically(Array(try pair.privateKeyPEM().utf8), to: privatePath, replacing: false)
+            try SystemFile.writeAtomically(
+                Array(pair.publicKeyPEM.utf8),
+                to: publicPath,
+                permissions: 0o644,
+                replacing: false
             )
-            chmod(privatePath, 0o600)
-            try Data(pair.publicKeyPEM.utf8).write(to: URL(fileURLWithPath: publicPath), options: .withoutOverwriting)
             print("wrote \(privatePath) (keep it secret) and \(publicPath)")
             return .success
         case "token":
@@ -72,7 +80,7 @@ enum PSPCommand {
                 argument == "-"
                 ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : argument
             let contents = try sandbox.open(input.trimmingCharacters(in: .whitespacesAndNewlines))
-            print(contents.formatted(revealingPAN: args.flag("reveal")))
+            print(contents.contents.formatted(revealingPAN: args.flag("reveal")))
             return .success
         default:
             throw UsageError("unknown psp subcommand \"\(args.positionals[0])\" (expected keygen, token or decrypt)")

@@ -1,5 +1,6 @@
 import Foundation
 import Proxima
+import ProximaProcessorSandbox
 import ProximaCore
 import ProximaKernel
 

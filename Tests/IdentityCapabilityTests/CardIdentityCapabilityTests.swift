@@ -1,5 +1,6 @@
+import EMVCommon
 import IdentityCapability
-import PaymentCapability
+@testable import PaymentCapability
 import ProximaCore
 import Testing
 

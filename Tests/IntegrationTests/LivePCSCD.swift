@@ -1,6 +1,6 @@
 import Foundation
 import PCSCTransport
-import PaymentCapability
+@testable import PaymentCapability
 import Proxima
 import ProximaCardEmulator
 import ProximaCore

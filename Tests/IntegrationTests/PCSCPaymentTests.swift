@@ -1,4 +1,4 @@
-import PaymentCapability
+@testable import PaymentCapability
 import ProximaCardEmulator
 import ProximaCore
 import ProximaKernel

@@ -1,5 +1,5 @@
 import Foundation
-import PaymentCapability
+@testable import PaymentCapability
 import ProximaCardEmulator
 import ProximaCore
 import Synchronization

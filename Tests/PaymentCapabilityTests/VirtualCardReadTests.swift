@@ -1,4 +1,5 @@
-import PaymentCapability
+@testable import PaymentCapability
+import EMVCommon
 import ProximaCardEmulator
 import ProximaCore
 import Testing

@@ -1,3 +1,4 @@
+@testable import PaymentCapability
 import Foundation
 import Proxima
 import Testing
@@ -106,7 +107,7 @@ import Testing
         if let expected = test.minorUnits {
             #expect(try currency.minorUnitAmount(of: amount) == expected)
         } else {
-            #expect(throws: PaymentCardReaderSession.ReadError.invalidAmount("")) {
+            #expect(throws: PaymentServiceError(.invalidAmount, "")) {
                 try currency.minorUnitAmount(of: amount)
             }
         }
@@ -114,7 +115,7 @@ import Testing
 
     @Test func notANumberIsAnInvalidAmount() throws {
         let usd = try #require(ISO4217Currency(alphabeticCode: "USD"))
-        #expect(throws: PaymentCardReaderSession.ReadError.invalidAmount("")) { try usd.minorUnitAmount(of: .nan) }
+        #expect(throws: PaymentServiceError(.invalidAmount, "")) { try usd.minorUnitAmount(of: .nan) }
     }
 
     /// `Decimal(29.99)` of the usage sketch goes through a `Double`: amounts written as floating-point literals are
@@ -128,10 +129,10 @@ import Testing
         let kwd = try #require(ISO4217Currency(alphabeticCode: "KWD"))
         #expect(try kwd.minorUnitAmount(of: Decimal(1.005)) == 1005)
         // 1.005 USD stays refused whichever way it was written.
-        #expect(throws: PaymentCardReaderSession.ReadError.invalidAmount("")) {
+        #expect(throws: PaymentServiceError(.invalidAmount, "")) {
             try usd.minorUnitAmount(of: Decimal(1.005))
         }
-        #expect(throws: PaymentCardReaderSession.ReadError.invalidAmount("")) {
+        #expect(throws: PaymentServiceError(.invalidAmount, "")) {
             try usd.minorUnitAmount(of: Self.decimal("19.98999999999999"))
         }
     }

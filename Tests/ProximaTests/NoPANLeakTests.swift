@@ -1,3 +1,4 @@
+@testable import PaymentCapability
 import Foundation
 import Proxima
 import ProximaCore

@@ -1,6 +1,7 @@
 import Foundation
-import PaymentCapability
+@testable import PaymentCapability
 import Proxima
+import ProximaProcessorSandbox
 import ProximaCore
 import ProximaCrypto
 import ProximaKernel

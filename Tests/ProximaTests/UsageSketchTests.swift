@@ -1,5 +1,7 @@
+@testable import PaymentCapability
 import Foundation
 @_spi(Testing) import Proxima
+import ProximaProcessorSandbox
 import ProximaKernel
 import Testing
 

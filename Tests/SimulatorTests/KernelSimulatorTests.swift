@@ -1,6 +1,7 @@
+import EMVCommon
 import Foundation
 import IdentityCapability
-import PaymentCapability
+@testable import PaymentCapability
 import Proxima
 import ProximaCore
 import ProximaKernel

@@ -1,4 +1,4 @@
-public import PaymentCapability
+public import EMVCommon
 public import ProximaCore
 
 /// What the card-identity capability learned: enough to tell cards apart and route them, no card data.
@@ -15,7 +15,7 @@ public struct CardIdentity: Hashable, Sendable {
 
 /// Reads a card's identity: its technology and UID length from the channel, and the contactless payment
 /// directory (SELECT `2PAY.SYS.DDF01`, EMV Contactless Book B §3.3) with each application's AID, label and
-/// priority. The directory is parsed by the payment capability's ``PaymentDirectory``, so both read it alike.
+/// priority. The directory is parsed by the shared EMV module's ``PaymentDirectory``, so payment and identity read it alike.
 ///
 /// A wiring check for new readers, and the exchange for cards that are not payment cards.
 public struct CardIdentityCapability: Capability {
@@ -49,14 +49,7 @@ public struct CardIdentityCapability: Capability {
             } catch let error as PaymentError {
                 throw error.at(reader: context.reader)
             }
-            applications = directory.entries.sorted { a, b in
-                switch (a.priority, b.priority) {
-                case (let x?, let y?) where x != y: x < y
-                case (.some, .none): true
-                case (.none, .some): false
-                default: a.order < b.order
-                }
-            }
+            applications = directory.prioritizedEntries
         } else if response.status != .fileNotFound && response.status != .functionNotSupported {
             throw PaymentError(
                 .cardReadFailed,

@@ -1,6 +1,6 @@
-import Foundation
-public import ProximaCore
-public import ProximaCrypto
+package import Foundation
+package import ProximaCore
+package import ProximaCrypto
 
 /// The encrypted card data of a read (`PaymentCardReadResult.paymentCardData`): a JSON document with the EMV data
 /// a processor needs, sealed with HPKE (RFC 9180 base mode, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-128-GCM)
@@ -22,57 +22,57 @@ public import ProximaCrypto
 /// HPKE `info` is the 29 ASCII bytes `proxima card data envelope v1`; the AEAD's additional data is the header,
 /// bytes 0–81, so no header byte can be changed without the open failing. `paymentCardData` is the envelope in
 /// standard base64 with padding.
-public enum CardDataEnvelope {
+package enum CardDataEnvelope {
     /// `PXE1`.
-    public static let magic: [UInt8] = [0x50, 0x58, 0x45, 0x31]
-    public static let version: UInt8 = 1
+    package static let magic: [UInt8] = [0x50, 0x58, 0x45, 0x31]
+    package static let version: UInt8 = 1
     /// HPKE `info`: `proxima card data envelope v1`.
-    public static let info: [UInt8] = Array("proxima card data envelope v1".utf8)
+    package static let info: [UInt8] = Array("proxima card data envelope v1".utf8)
     /// Bytes before the ciphertext; they are the AEAD's additional data.
-    public static let headerByteCount = 82
+    package static let headerByteCount = 82
     /// The largest envelope accepted by ``open(_:privateKey:now:)-(_,P256.PrivateKey,_)``.
-    public static let maximumByteCount = 64 * 1024
+    package static let maximumByteCount = 64 * 1024
 
     /// What an envelope carries.
     ///
     /// Its `description`, debug description and reflection mask the PAN (`5A`) and track 2 (`57`); use
     /// ``formatted(revealingPAN:)`` to show them on purpose.
-    public struct Contents: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+    package struct Contents: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible,
         CustomReflectable
     {
         /// `purchase`, `refund` or `verification` (a card check without a charge).
-        public enum Kind: String, Hashable, Sendable, CaseIterable {
+        package enum Kind: String, Hashable, Sendable, CaseIterable {
             case purchase, refund, verification
         }
 
         /// `txn`: the read's id, as ``PaymentCardReadResult/id``.
-        public var transactionID: String
-        public var kind: Kind
+        package var transactionID: String
+        package var kind: Kind
         /// `amount`: a decimal string with exactly the currency's minor-unit digits (`29.99`, `500`, `1.250`).
-        public var amount: String
+        package var amount: String
         /// `currency`: the ISO 4217 alphabetic code.
-        public var currencyCode: String
+        package var currencyCode: String
         /// `merchant`: the merchant id of the token used for the read.
-        public var merchantID: String
+        package var merchantID: String
         /// `reader`: the kernel's reader identifier (`capabilities.payment.readerIdentifier`).
-        public var readerIdentifier: String
+        package var readerIdentifier: String
         /// `lane`: the lane the read ran on.
-        public var lane: String
+        package var lane: String
         /// `device`: the physical reader that read the card.
-        public var device: String
+        package var device: String
         /// `readAt`: when the card was read (whole seconds).
-        public var readAt: Date
+        package var readAt: Date
         /// `expiresAt`: after this the processor must refuse the envelope.
-        public var expiresAt: Date
+        package var expiresAt: Date
         /// `outcome`: the EMV outcome (`onlineRequest`, `approved`, `declined`, …).
-        public var outcome: String
+        package var outcome: String
         /// `cvm`: the cardholder verification the card asked for (`noCVM`, `onlinePIN`, `signature`,
         /// `consumerDevice`, `failed`).
-        public var cardholderVerification: String
+        package var cardholderVerification: String
         /// `emv`: the EMV data objects in the order they were written.
-        public var emv: [TLV]
+        package var emv: [TLV]
 
-        public init(
+        package init(
             transactionID: String,
             kind: Kind,
             amount: String,
@@ -103,13 +103,13 @@ public enum CardDataEnvelope {
         }
 
         /// The value of an EMV tag.
-        public subscript(tag: TLVTag) -> [UInt8]? { emv.first { $0.tag == tag }?.value }
+        package subscript(tag: TLVTag) -> [UInt8]? { emv.first { $0.tag == tag }?.value }
 
         /// The EMV data as BER-TLV, in order: an authorisation message's field 55.
-        public var field55: [UInt8] { emv.flatMap(\.bytes) }
+        package var field55: [UInt8] { emv.flatMap(\.bytes) }
 
         /// The plaintext: compact JSON, members in the documented order.
-        public var jsonText: String {
+        package var jsonText: String {
             JSONValue.object([
                 ("v", .integer(1)),
                 ("txn", .string(transactionID)),
@@ -133,7 +133,7 @@ public enum CardDataEnvelope {
 
         /// A multi-line report for people (the `proxima psp decrypt` output): every field and tag, the PAN shown
         /// as its last four digits and track data as its length unless `revealingPAN` is set.
-        public func formatted(revealingPAN: Bool = false) -> String {
+        package func formatted(revealingPAN: Bool = false) -> String {
             var lines = [
                 "transaction  \(transactionID)",
                 "type         \(kind.rawValue)",
@@ -174,15 +174,15 @@ public enum CardDataEnvelope {
         }
 
         /// Fields and tag names; no value of a sensitive tag.
-        public var description: String {
+        package var description: String {
             let tags = emv.map { $0.tag.bytes.hexString }.joined(separator: " ")
             return "CardDataEnvelope.Contents(\(transactionID), \(kind.rawValue) \(amount) \(currencyCode), "
                 + "merchant \(merchantID), reader \(readerIdentifier), lane \(lane), \(outcome), tags: \(tags))"
         }
 
-        public var debugDescription: String { description }
+        package var debugDescription: String { description }
 
-        public var customMirror: Mirror { Mirror(self, children: ["summary": description], displayStyle: .struct) }
+        package var customMirror: Mirror { Mirror(self, children: ["summary": description], displayStyle: .struct) }
     }
 
     // MARK: Sealing
@@ -190,7 +190,7 @@ public enum CardDataEnvelope {
     /// Seals `contents` to the processor key: a fresh ephemeral key per envelope.
     /// - Returns: The envelope bytes (see the type's documentation).
     /// - Throws: `CryptoError` if OpenSSL fails; `ProximaError.invalidArgument` for a payload above the size limit.
-    public static func seal(_ contents: Contents, to publicKey: P256.PublicKey) throws -> [UInt8] {
+    package static func seal(_ contents: Contents, to publicKey: P256.PublicKey) throws -> [UInt8] {
         let plaintext = Array(contents.jsonText.utf8)
         let ciphertextCount = plaintext.count + 16
         guard headerByteCount + ciphertextCount <= maximumByteCount else {
@@ -203,7 +203,7 @@ public enum CardDataEnvelope {
     }
 
     /// The 82 header bytes for an `enc` and a ciphertext length.
-    public static func header(enc: [UInt8], ciphertextCount: Int) -> [UInt8] {
+    package static func header(enc: [UInt8], ciphertextCount: Int) -> [UInt8] {
         var header = magic + [version]
         header += bigEndian(HPKE.kemID) + bigEndian(HPKE.kdfID) + bigEndian(HPKE.aeadID)
         header += bigEndian(UInt16(enc.count)) + enc
@@ -217,7 +217,7 @@ public enum CardDataEnvelope {
 
     /// Opens a `paymentCardData` string (standard base64 of the envelope).
     /// - Throws: ``CardDataEnvelopeError`` (`malformed` also for text that is not base64).
-    public static func open(_ paymentCardData: String, privateKey: P256.PrivateKey, now: Date = Date()) throws
+    package static func open(_ paymentCardData: String, privateKey: P256.PrivateKey, now: Date = Date()) throws
         -> Contents
     {
         let text = paymentCardData.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -236,7 +236,7 @@ public enum CardDataEnvelope {
     /// - Throws: ``CardDataEnvelopeError`` with code `malformed` (bad magic, lengths, trailing bytes),
     ///   `unsupported` (another version or HPKE suite), `decryptionFailed` (wrong key or altered bytes),
     ///   `invalidPayload` (the JSON is not a valid payload) or `expired`.
-    public static func open(_ envelope: [UInt8], privateKey: P256.PrivateKey, now: Date = Date()) throws -> Contents {
+    package static func open(_ envelope: [UInt8], privateKey: P256.PrivateKey, now: Date = Date()) throws -> Contents {
         guard envelope.count <= maximumByteCount else {
             throw CardDataEnvelopeError(.malformed, "envelope of \(envelope.count) bytes exceeds \(maximumByteCount)")
         }
@@ -369,38 +369,38 @@ public enum CardDataEnvelope {
 }
 
 /// Why a card data envelope did not open.
-public struct CardDataEnvelopeError: Error, Hashable, Sendable, CustomStringConvertible {
-    public let code: Code
-    public let reason: String
+package struct CardDataEnvelopeError: Error, Hashable, Sendable, CustomStringConvertible {
+    package let code: Code
+    package let reason: String
 
-    public init(_ code: Code, _ reason: String) {
+    package init(_ code: Code, _ reason: String) {
         self.code = code
         self.reason = reason
     }
 
-    public var description: String { "\(code): \(reason)" }
+    package var description: String { "\(code): \(reason)" }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    package static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    package func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// A stable error code. Compare codes, never reasons.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Backing: String, Hashable, Sendable {
             case malformed, unsupported, decryptionFailed, invalidPayload, expired
         }
         private let backing: Backing
         private init(_ backing: Backing) { self.backing = backing }
-        public var description: String { backing.rawValue }
+        package var description: String { backing.rawValue }
 
         /// Not an envelope: wrong magic, a length that does not match, trailing bytes, not base64.
-        public static let malformed = Code(.malformed)
+        package static let malformed = Code(.malformed)
         /// Another envelope version or HPKE suite.
-        public static let unsupported = Code(.unsupported)
+        package static let unsupported = Code(.unsupported)
         /// The HPKE open failed: another processor key, or bytes changed on the way.
-        public static let decryptionFailed = Code(.decryptionFailed)
+        package static let decryptionFailed = Code(.decryptionFailed)
         /// The plaintext is not the documented JSON payload.
-        public static let invalidPayload = Code(.invalidPayload)
+        package static let invalidPayload = Code(.invalidPayload)
         /// `expiresAt` has passed.
-        public static let expired = Code(.expired)
+        package static let expired = Code(.expired)
     }
 }

@@ -1,8 +1,8 @@
-import Foundation
-public import PaymentCapability
-public import ProximaCore
-public import ProximaCrypto
-public import ProximaKernel
+internal import Foundation
+internal import ProximaSystem
+package import ProximaCore
+package import ProximaCrypto
+package import ProximaKernel
 
 /// The payment settings of a manifest: `capabilities.payment`, checked strictly (unknown keys are errors naming
 /// their JSON path).
@@ -43,25 +43,25 @@ public import ProximaKernel
 ///   digits, default `"PROXIMA1"`).
 /// - `cardDataTTLSeconds` (default 60, 1…600): how long after a read the encrypted card data stays valid; the
 ///   envelope carries the expiry and processors must refuse it afterwards (Apple's is 60 s).
-public struct PaymentSettings: Sendable {
+package struct PaymentSettings: Sendable {
     /// The manifest key of these settings under `capabilities`.
-    public static let capabilityID: CapabilityID = "payment"
+    package static let capabilityID: CapabilityID = "payment"
 
     /// The processor key file, absolute.
-    public var processorPublicKeyPath: String
-    public var processorPublicKey: P256.PublicKey
-    public var tokenIssuer: String
-    public var merchantIdClaim: String
+    package var processorPublicKeyPath: String
+    package var processorPublicKey: P256.PublicKey
+    package var tokenIssuer: String
+    package var merchantIdClaim: String
     /// Audiences accepted besides ``readerIdentifier``.
-    public var allowedAudiences: [String]
-    public var readerIdentifier: String
+    package var allowedAudiences: [String]
+    package var readerIdentifier: String
     /// The terminal data objects sent to cards.
-    public var terminal: TerminalSettings
-    public var cardDataTTL: Duration
+    package var terminal: TerminalSettings
+    package var cardDataTTL: Duration
 
     /// Every `aud` value a token may carry to be accepted here: ``readerIdentifier`` first, then
     /// ``allowedAudiences``.
-    public var acceptedAudiences: [String] {
+    package var acceptedAudiences: [String] {
         [readerIdentifier] + allowedAudiences.filter { $0 != readerIdentifier }
     }
 
@@ -72,7 +72,7 @@ public struct PaymentSettings: Sendable {
     ///   - path: Its JSON path, for messages (`capabilities.payment`).
     ///   - baseDirectory: The manifest's folder; `processorPublicKey` resolves against it.
     /// - Throws: `ProximaError.invalidManifest` whose reason starts with the JSON path of the problem.
-    public init(json: JSONValue, path: String, baseDirectory: String) throws {
+    package init(json: JSONValue, path: String, baseDirectory: String) throws {
         var object = try StrictObject(json, at: path)
         let keyFile = try object.string("processorPublicKey")
         let keyPath = PathResolution.resolve(keyFile, against: baseDirectory)
@@ -109,27 +109,26 @@ public struct PaymentSettings: Sendable {
 
     /// The settings of `manifest`, as the payment API needs them.
     ///
-    /// - Throws: ``PaymentCardReaderError/notAllowed(_:)`` when the manifest has no `capabilities.payment` block
-    ///   or it is invalid (the manifest loader normally refuses the latter already).
-    public init(manifest: Manifest) throws(PaymentCardReaderError) {
+    /// - Throws: ``PaymentServiceError/Code/notAllowed`` when the manifest has no `capabilities.payment` block or
+    ///   it is invalid (the manifest loader normally refuses the latter already).
+    package init(manifest: Manifest) throws(PaymentServiceError) {
         let file = manifest.sourcePath ?? "the manifest"
         guard let json = manifest.capabilities[Self.capabilityID] else {
-            throw .notAllowed(
+            throw PaymentServiceError(
+                .notAllowed,
                 "\(file) has no capabilities.payment block: add processorPublicKey, tokenIssuer and "
                     + "readerIdentifier (see Config/proxima.json)"
             )
         }
         do {
             try self.init(json: json, path: "capabilities.payment", baseDirectory: manifest.baseDirectory)
-        } catch let error as ProximaError {
-            throw .notAllowed("\(file): \(error.reason)")
         } catch {
-            throw .notAllowed("\(file): capabilities.payment: \(error)")
+            throw PaymentServiceError(.notAllowed, "\(file): \(error)", underlying: error)
         }
     }
 
     /// The capability type the built-in registry holds, whose validator is this initialiser.
-    public static let capabilityType = CapabilityType(
+    package static let capabilityType = CapabilityType(
         id: capabilityID,
         summary: "EMV contactless payments: processor key and tokens, reader identity, terminal data"
     ) { settings, path, baseDirectory in
@@ -153,7 +152,7 @@ public struct PaymentSettings: Sendable {
     private static func loadPublicKey(_ path: String, at jsonPath: String) throws -> P256.PublicKey {
         let data: [UInt8]
         do {
-            data = try BoundedFile.read(path, limit: 64 * 1024)
+            data = try SystemFile.read(path, limit: 64 * 1024)
         } catch {
             throw ProximaError(.invalidManifest, "\(jsonPath): cannot read \(path): \(error.reason)")
         }
@@ -196,33 +195,5 @@ public struct PaymentSettings: Sendable {
         }
         try object.finish()
         return settings
-    }
-}
-
-/// Reads small files named by configuration: regular files only, up to a limit, so that a path such as
-/// `/dev/zero` or a huge file cannot stall manifest validation.
-enum BoundedFile {
-    struct Failure: Error {
-        var reason: String
-    }
-
-    static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
-        let attributes: [FileAttributeKey: Any]
-        do {
-            attributes = try FileManager.default.attributesOfItem(atPath: path)
-        } catch {
-            let exists = FileManager.default.fileExists(atPath: path)
-            throw Failure(reason: exists ? "permission denied" : "no such file")
-        }
-        guard attributes[.type] as? FileAttributeType == .typeRegular else {
-            throw Failure(reason: "not a regular file")
-        }
-        let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
-        guard size <= limit else { throw Failure(reason: "\(size) bytes, more than the \(limit)-byte limit") }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw Failure(reason: "permission denied or unreadable")
-        }
-        guard data.count <= limit else { throw Failure(reason: "more than the \(limit)-byte limit") }
-        return Array(data)
     }
 }

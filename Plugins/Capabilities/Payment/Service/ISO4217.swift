@@ -1,3 +1,5 @@
+package import Foundation
+
 /// A currency of ISO 4217 List One: its alphabetic and numeric codes and the number of minor-unit digits (the
 /// "exponent": 2 for USD cents, 0 for JPY, 3 for KWD fils).
 ///
@@ -9,22 +11,22 @@
 ///
 /// The numeric code goes to the card as Transaction Currency Code (`5F2A`, n 3) and the minor units as
 /// Transaction Currency Exponent (`5F36`, n 1), EMV Book 3 Annex A.
-public struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
+package struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
     /// The three-letter code, such as `USD`.
-    public let alphabeticCode: String
+    package let alphabeticCode: String
     /// The numeric code, such as 840 for USD.
-    public let numericCode: Int
+    package let numericCode: Int
     /// Digits after the decimal point: 2 for USD, 0 for JPY, 3 for KWD, 4 for CLF.
-    public let minorUnits: Int
+    package let minorUnits: Int
     /// The ISO 4217 English name, such as `US Dollar`.
-    public let name: String
+    package let name: String
 
     /// The largest Amount, Authorised (`9F02`, n 12): twelve decimal digits of minor units.
-    public static let maximumMinorUnitAmount: Int64 = 999_999_999_999
+    package static let maximumMinorUnitAmount: Int64 = 999_999_999_999
 
     /// The currency with `code` (three ASCII letters, any case), or `nil` when ISO 4217 List One has no such
     /// active code.
-    public init?(alphabeticCode code: String) {
+    package init?(alphabeticCode code: String) {
         let upper = code.uppercased()
         guard upper.utf8.count == 3, upper.utf8.allSatisfy({ (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
             let found = Self.byAlphabeticCode[upper]
@@ -33,7 +35,7 @@ public struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The currency with this numeric code, or `nil`.
-    public init?(numericCode: Int) {
+    package init?(numericCode: Int) {
         guard let found = Self.all.first(where: { $0.numericCode == numericCode }) else { return nil }
         self = found
     }
@@ -45,7 +47,7 @@ public struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
         self.name = name
     }
 
-    public var description: String { "\(alphabeticCode) (\(numericCode), \(minorUnits) minor units)" }
+    package var description: String { "\(alphabeticCode) (\(numericCode), \(minorUnits) minor units)" }
 
     /// `amount` in minor units of this currency (`29.99` USD → 2999), as it goes into `9F02`.
     ///
@@ -54,12 +56,12 @@ public struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
     /// `Decimal(Double)` makes of that double; any other value with more decimals than the currency allows is
     /// refused.
     ///
-    /// - Throws: ``PaymentCardReaderSession/ReadError/invalidAmount(_:)`` when the amount is not a number, zero
+    /// - Throws: ``PaymentServiceError/Code/invalidAmount`` when the amount is not a number, zero
     ///   or negative, has more decimals than ``minorUnits``, or needs more than the twelve digits of `9F02`.
-    public func minorUnitAmount(of amount: Decimal) throws(PaymentCardReaderSession.ReadError) -> Int64 {
-        guard !amount.isNaN else { throw .invalidAmount("the amount is not a number") }
+    package func minorUnitAmount(of amount: Decimal) throws(PaymentServiceError) -> Int64 {
+        guard !amount.isNaN else { throw PaymentServiceError(.invalidAmount, "the amount is not a number") }
         guard amount > 0 else {
-            throw .invalidAmount(
+            throw PaymentServiceError(.invalidAmount, 
                 "\(amount) \(alphabeticCode): a transaction amount must be greater than zero"
                     + (amount.isZero ? " (use PaymentCardVerificationRequest to check a card without a charge)" : "")
             )
@@ -69,13 +71,14 @@ public struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
             return units
         }
         guard amount * power(minorUnits) <= Decimal(Self.maximumMinorUnitAmount) else { throw tooLarge(amount) }
-        throw .invalidAmount(
+        throw PaymentServiceError(.invalidAmount, 
             "\(amount) \(alphabeticCode) has more decimals than the currency's \(minorUnits) minor-unit digits"
         )
     }
 
-    private func tooLarge(_ amount: Decimal) -> PaymentCardReaderSession.ReadError {
-        .invalidAmount(
+    private func tooLarge(_ amount: Decimal) -> PaymentServiceError {
+        PaymentServiceError(
+            .invalidAmount,
             "\(amount) \(alphabeticCode) needs more than the 12 digits of Amount, Authorised (9F02); the most is "
                 + format(minorUnitAmount: Self.maximumMinorUnitAmount)
         )
@@ -83,7 +86,7 @@ public struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
 
     /// `minorUnitAmount` as a decimal string with exactly ``minorUnits`` decimals (`2999` USD → `29.99`, `500` JPY
     /// → `500`, `1250` KWD → `1.250`); a negative amount keeps its sign.
-    public func format(minorUnitAmount: Int64) -> String {
+    package func format(minorUnitAmount: Int64) -> String {
         let digits = String(minorUnitAmount.magnitude)
         let sign = minorUnitAmount < 0 ? "-" : ""
         guard minorUnits > 0 else { return sign + digits }
@@ -128,7 +131,7 @@ public struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Every currency of the table, sorted by alphabetic code.
-    public static let all: [ISO4217Currency] = table.map { ISO4217Currency($0.0, $0.1, $0.2, $0.3) }
+    package static let all: [ISO4217Currency] = table.map { ISO4217Currency($0.0, $0.1, $0.2, $0.3) }
 
     private static let byAlphabeticCode: [String: ISO4217Currency] = Dictionary(
         uniqueKeysWithValues: all.map { ($0.alphabeticCode, $0) }

@@ -1,36 +1,54 @@
+internal import EMVCommon
 internal import ProximaCore
+
+/// The cardholder verification the terminal must perform (or that was performed on the card or phone).
+package enum CardholderVerification: String, Hashable, Sendable, CustomStringConvertible {
+    /// No CVM: below the CVM required limit, or the card and terminal agreed on "no CVM required".
+    case noCVM
+    /// The card requires an enciphered PIN checked online by the issuer: the terminal must capture a PIN and
+    /// send it with the authorisation (the `pinEntryRequested` event).
+    case onlinePIN
+    /// The card requires a signature on the receipt.
+    case signature
+    /// The cardholder was verified on the consumer device (phone or watch passcode or biometrics, CDCVM).
+    case consumerDevice
+    /// A CVM was required but card and terminal share none; the issuer sees it in the CVM Results (`9F34`).
+    case failed
+
+    package var description: String { rawValue }
+}
 
 /// A Cardholder Verification Method List (tag `8E`, EMV Book 3 §10.5 and Annex C3): amounts X and Y (4 bytes
 /// each, in the application currency's minor units), then two-byte rules in the card's order of preference.
-public struct CVMList: Hashable, Sendable {
+package struct CVMList: Hashable, Sendable {
     /// One CV Rule: the method (byte 1) and the condition under which it applies (byte 2).
-    public struct Rule: Hashable, Sendable, CustomStringConvertible {
+    package struct Rule: Hashable, Sendable, CustomStringConvertible {
         /// Byte 1: bit 7 "apply succeeding rule if this one fails", bits 6–1 the CVM code.
-        public var method: UInt8
+        package var method: UInt8
         /// Byte 2: the condition code (`00` always, `03` if the terminal supports the CVM, `06`–`09` amounts …).
-        public var condition: UInt8
+        package var condition: UInt8
 
-        public init(method: UInt8, condition: UInt8) {
+        package init(method: UInt8, condition: UInt8) {
             self.method = method
             self.condition = condition
         }
 
         /// Bits 6–1: `00` fail, `01` plaintext PIN offline, `02` enciphered PIN online, `1E` signature, `1F` no
         /// CVM required, …
-        public var code: UInt8 { method & 0x3F }
+        package var code: UInt8 { method & 0x3F }
         /// Bit 7: when this CVM cannot be performed, try the next rule instead of failing.
-        public var appliesNextRuleIfUnsuccessful: Bool { method & 0x40 != 0 }
+        package var appliesNextRuleIfUnsuccessful: Bool { method & 0x40 != 0 }
 
-        public var description: String { [method, condition].hexString }
+        package var description: String { [method, condition].hexString }
     }
 
     /// Amount X, minor units of the application currency (`9F42`).
-    public var amountX: UInt32
+    package var amountX: UInt32
     /// Amount Y, minor units of the application currency.
-    public var amountY: UInt32
-    public var rules: [Rule]
+    package var amountY: UInt32
+    package var rules: [Rule]
 
-    public init(amountX: UInt32 = 0, amountY: UInt32 = 0, rules: [Rule]) {
+    package init(amountX: UInt32 = 0, amountY: UInt32 = 0, rules: [Rule]) {
         self.amountX = amountX
         self.amountY = amountY
         self.rules = rules
@@ -40,7 +58,7 @@ public struct CVMList: Hashable, Sendable {
     ///
     /// - Throws: ``PaymentError/Code/cardReadFailed`` at `step` when the value is shorter than 8 bytes or its
     ///   rules are not whole pairs.
-    public init(bytes: [UInt8], step: String) throws {
+    package init(bytes: [UInt8], step: String) throws {
         guard bytes.count >= 8, bytes.count % 2 == 0 else {
             throw CardAnswer.failure(
                 step,

@@ -1,20 +1,21 @@
-public import Foundation
-public import ProximaCore
+package import EMVCommon
+package import ProximaCore
+package import Foundation
 
 /// The transaction type (tag `9C`, n 2), coded as the first two digits of the ISO 8583:1987 processing code
 /// (EMV Book 3 Annex A): the raw value is the BCD byte as it goes to the card.
-public struct EMVTransactionType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
+package struct EMVTransactionType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// Goods and services (`00`).
-    public static let purchase = EMVTransactionType(rawValue: 0x00)
+    package static let purchase = EMVTransactionType(rawValue: 0x00)
     /// Purchase with cashback (`09`); the cashback goes in ``EMVTransaction/amountOther``.
-    public static let purchaseWithCashback = EMVTransactionType(rawValue: 0x09)
+    package static let purchaseWithCashback = EMVTransactionType(rawValue: 0x09)
     /// Refund (`20`).
-    public static let refund = EMVTransactionType(rawValue: 0x20)
+    package static let refund = EMVTransactionType(rawValue: 0x20)
 
-    public var description: String {
+    package var description: String {
         switch rawValue {
         case 0x00: "purchase"
         case 0x09: "purchase with cashback"
@@ -28,11 +29,11 @@ public struct EMVTransactionType: RawRepresentable, Hashable, Sendable, CustomSt
 ///
 /// It is part of the request so that the caller's clock decides it (and tests fix it). EMV dates carry two year
 /// digits, so only 2000…2099 can be encoded.
-public typealias TransactionDate = CivilTime
+package typealias TransactionDate = CivilTime
 
 extension CivilTime {
     /// The calendar date and time of `date` in `timeZone` (Gregorian calendar).
-    public init(_ date: Date, timeZone: TimeZone) {
+    package init(_ date: Date, timeZone: TimeZone) {
         // Calendar arithmetic by hand: Foundation's Calendar builds an ICU calendar per call (a visible share
         // of a payment read's CPU time).
         let utc = Int64(date.timeIntervalSince1970.rounded(.down))
@@ -59,26 +60,26 @@ extension CivilTime {
 /// Amounts are in minor units of the currency (cents for USD). The API layer validates currency and amount
 /// against ISO 4217; the capability only checks that each value fits its EMV data element and otherwise ends with
 /// ``PaymentError/Code/invalidTransaction``.
-public struct EMVTransaction: Hashable, Sendable {
+package struct EMVTransaction: Hashable, Sendable {
     /// Amount, Authorised (`9F02`, n 12): 0…999,999,999,999 minor units.
-    public var amountAuthorised: Int64
+    package var amountAuthorised: Int64
     /// Amount, Other (`9F03`, n 12): the cashback part, 0 for most transactions.
-    public var amountOther: Int64
+    package var amountOther: Int64
     /// Transaction Currency Code (`5F2A`, n 3): ISO 4217 numeric, such as 840 for USD.
-    public var currencyCode: Int
+    package var currencyCode: Int
     /// Transaction Currency Exponent (`5F36`, n 1): the number of minor-unit digits, 2 for USD.
-    public var currencyExponent: Int
+    package var currencyExponent: Int
     /// Terminal Country Code (`9F1A`, n 3), ISO 3166-1 numeric; `nil` uses ``TerminalSettings/countryCode``.
-    public var countryCode: Int?
+    package var countryCode: Int?
     /// Transaction Type (`9C`).
-    public var type: EMVTransactionType
+    package var type: EMVTransactionType
     /// Transaction Date and Time (`9A`, `9F21`), from the caller's clock.
-    public var date: TransactionDate
+    package var date: TransactionDate
     /// An application to select first when the card offers it (EMV Book B §3.3.3; the cardholder's or
     /// merchant's choice): an AID, or a prefix of one such as the RID `A000000004`.
-    public var preferredApplication: [UInt8]?
+    package var preferredApplication: [UInt8]?
 
-    public init(
+    package init(
         amountAuthorised: Int64,
         amountOther: Int64 = 0,
         currencyCode: Int,
@@ -101,25 +102,25 @@ public struct EMVTransaction: Hashable, Sendable {
 
 /// The application identifiers the terminal accepts and the kernel it runs for each (EMV Book B §3.3.2.5:
 /// the reader's "Combinations" of AID and kernel).
-public struct TerminalApplication: Hashable, Sendable, CustomStringConvertible {
+package struct TerminalApplication: Hashable, Sendable, CustomStringConvertible {
     /// An AID or a prefix of one (partial selection, EMV Book 1 §12.3.1): `A000000003` matches every Visa AID.
-    public var identifier: [UInt8]
+    package var identifier: [UInt8]
     /// The kernel this terminal runs for those AIDs.
-    public var kernel: EMVKernel
+    package var kernel: EMVKernel
 
-    public init(identifier: [UInt8], kernel: EMVKernel) {
+    package init(identifier: [UInt8], kernel: EMVKernel) {
         self.identifier = identifier
         self.kernel = kernel
     }
 
     /// Visa (RID `A000000003`) on Kernel 3 and Mastercard (RID `A000000004`: Mastercard, Maestro, Debit
     /// Mastercard) on Kernel 2: the two kernels this capability implements.
-    public static let defaults: [TerminalApplication] = [
+    package static let defaults: [TerminalApplication] = [
         TerminalApplication(identifier: PaymentBrand.visaRID, kernel: .visa),
         TerminalApplication(identifier: PaymentBrand.mastercardRID, kernel: .mastercard),
     ]
 
-    public var description: String { "\(identifier.hexString) → \(kernel)" }
+    package var description: String { "\(identifier.hexString) → \(kernel)" }
 }
 
 /// The terminal's configuration: the data objects a card may ask for in its PDOL and CDOL1 (EMV Book 4 Annex A,
@@ -128,43 +129,43 @@ public struct TerminalApplication: Hashable, Sendable, CustomStringConvertible {
 /// The defaults describe an attended, online-only, contactless-only point of sale run by a merchant, with online
 /// PIN, signature and "no CVM" as cardholder verification methods, and no offline data authentication (the
 /// terminal goes online for every transaction, so it announces none).
-public struct TerminalSettings: Hashable, Sendable {
+package struct TerminalSettings: Hashable, Sendable {
     /// Terminal Type (`9F35`, n 2), EMV Book 4 Annex A1: `21` = merchant-operated, attended, online only.
-    public var terminalType: UInt8
+    package var terminalType: UInt8
     /// Terminal Capabilities (`9F33`, b 3), EMV Book 4 Annex A2. Default `00 68 00`: no manual key entry, magnetic
     /// stripe or contact IC (byte 1); enciphered PIN online, signature, no CVM required (byte 2, `40|20|08`); no
     /// SDA, DDA, CDA or card capture (byte 3).
-    public var terminalCapabilities: [UInt8]
+    package var terminalCapabilities: [UInt8]
     /// Additional Terminal Capabilities (`9F40`, b 5), EMV Book 4 Annex A3. Default `60 00 F0 30 01`: goods and
     /// services; numeric, alphabetic, command and function keys; attendant and cardholder displays; code table 1.
-    public var additionalTerminalCapabilities: [UInt8]
+    package var additionalTerminalCapabilities: [UInt8]
     /// Terminal Transaction Qualifiers (`9F66`, b 4) for Kernel 3 (Visa), as configured (EMV Book B §3.1.1.2;
     /// byte 2 bits 8–7 are then set per transaction). Default `26 80 40 00`: EMV mode (qVSDC), online PIN and
     /// signature supported (byte 1 `20|04|02`); online cryptogram required (byte 2 `80`: online-only reader);
     /// consumer device CVM supported (byte 3 `40`).
-    public var terminalTransactionQualifiers: [UInt8]
+    package var terminalTransactionQualifiers: [UInt8]
     /// Terminal Country Code (`9F1A`, n 3), ISO 3166-1 numeric; default 840 (United States).
-    public var countryCode: Int
+    package var countryCode: Int
     /// Merchant Name and Location (`9F4E`, ans): ASCII, sent only when a card asks for it.
-    public var merchantNameAndLocation: String
+    package var merchantNameAndLocation: String
     /// Terminal Identification (`9F1C`, an 8).
-    public var terminalIdentification: String
+    package var terminalIdentification: String
     /// Merchant Category Code (`9F15`, n 4), ISO 18245; default 5999 (miscellaneous retail).
-    public var merchantCategoryCode: Int
+    package var merchantCategoryCode: Int
     /// Merchant Identifier (`9F16`, ans 15), when the acquirer assigned one.
-    public var merchantIdentifier: String?
+    package var merchantIdentifier: String?
     /// The AIDs this terminal accepts, with the kernel for each.
-    public var supportedApplications: [TerminalApplication]
+    package var supportedApplications: [TerminalApplication]
     /// Reader CVM Required Limit (EMV Book B §3.1.1.8), in minor units: at or above it the reader asks for
     /// cardholder verification (TTQ byte 2 bit 7 for Kernel 3; CVM List processing for Kernel 2). `nil`: the
     /// reader never requires a CVM by amount; a card that asks for one (CTQ) is still honoured. Scheme and
     /// country rules set this value; configure it per acquirer.
-    public var cvmRequiredLimit: Int64?
+    package var cvmRequiredLimit: Int64?
     /// Further terminal data objects a card's DOL may request (such as `9F01` Acquirer Identifier or proprietary
     /// `DFxx` tags), by tag. Values the capability computes (amounts, dates, TTQ, TVR, 9F37) take precedence.
-    public var additionalData: [TLVTag: [UInt8]]
+    package var additionalData: [TLVTag: [UInt8]]
 
-    public init(
+    package init(
         terminalType: UInt8 = 0x21,
         terminalCapabilities: [UInt8] = [0x00, 0x68, 0x00],
         additionalTerminalCapabilities: [UInt8] = [0x60, 0x00, 0xF0, 0x30, 0x01],
@@ -202,22 +203,22 @@ public struct TerminalSettings: Hashable, Sendable {
 
 /// Where the unpredictable number (`9F37`, b 4) comes from: the operating system's CSPRNG unless a test injects
 /// a generator (EMV Book 4 Annex C4 wants it unpredictable to the card; it keys the card's replay protection).
-public struct UnpredictableNumberSource: Sendable {
+package struct UnpredictableNumberSource: Sendable {
     private let generate: @Sendable () -> UInt32
 
     /// A source that calls `generate` once per transaction.
-    public init(_ generate: @escaping @Sendable () -> UInt32) {
+    package init(_ generate: @escaping @Sendable () -> UInt32) {
         self.generate = generate
     }
 
     /// `SystemRandomNumberGenerator`: `getrandom(2)` on Linux, `arc4random_buf` on Darwin — the OS CSPRNG.
-    public static let system = UnpredictableNumberSource {
+    package static let system = UnpredictableNumberSource {
         var generator = SystemRandomNumberGenerator()
         return UInt32(truncatingIfNeeded: generator.next())
     }
 
     /// Four fresh bytes, big-endian: the value of `9F37`.
-    public func next() -> [UInt8] {
+    package func next() -> [UInt8] {
         let value = generate()
         return [
             UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 8),

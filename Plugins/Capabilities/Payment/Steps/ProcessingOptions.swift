@@ -1,21 +1,22 @@
-public import ProximaCore
+internal import EMVCommon
+package import ProximaCore
 
 /// The Application File Locator (tag `94`, EMV Book 3 §10.2): which records to read, as four-byte entries.
 ///
 /// Each entry is: byte 1 the SFI in bits 8–4 (bits 3–1 zero); byte 2 the first record (not 0); byte 3 the last
 /// record (not before the first); byte 4 how many records, from the first, take part in offline data
 /// authentication.
-public struct ApplicationFileLocator: Hashable, Sendable, CustomStringConvertible {
+package struct ApplicationFileLocator: Hashable, Sendable, CustomStringConvertible {
     /// One AFL entry.
-    public struct Entry: Hashable, Sendable, CustomStringConvertible {
+    package struct Entry: Hashable, Sendable, CustomStringConvertible {
         /// Short File Identifier, 1…30.
-        public var shortFileIdentifier: UInt8
-        public var firstRecord: UInt8
-        public var lastRecord: UInt8
+        package var shortFileIdentifier: UInt8
+        package var firstRecord: UInt8
+        package var lastRecord: UInt8
         /// Records `firstRecord ..< firstRecord + count` are signed for offline data authentication.
-        public var offlineAuthenticationRecordCount: UInt8
+        package var offlineAuthenticationRecordCount: UInt8
 
-        public init(
+        package init(
             shortFileIdentifier: UInt8,
             firstRecord: UInt8,
             lastRecord: UInt8,
@@ -28,21 +29,21 @@ public struct ApplicationFileLocator: Hashable, Sendable, CustomStringConvertibl
         }
 
         /// The record numbers, in reading order.
-        public var records: ClosedRange<UInt8> { firstRecord...lastRecord }
+        package var records: ClosedRange<UInt8> { firstRecord...lastRecord }
 
         /// Whether `record` is one of those flagged for offline data authentication.
-        public func isForOfflineAuthentication(_ record: UInt8) -> Bool {
+        package func isForOfflineAuthentication(_ record: UInt8) -> Bool {
             Int(record) - Int(firstRecord) < Int(offlineAuthenticationRecordCount)
         }
 
-        public var description: String {
+        package var description: String {
             "SFI \(shortFileIdentifier) records \(firstRecord)-\(lastRecord) (ODA \(offlineAuthenticationRecordCount))"
         }
     }
 
-    public var entries: [Entry]
+    package var entries: [Entry]
 
-    public init(entries: [Entry]) {
+    package init(entries: [Entry]) {
         self.entries = entries
     }
 
@@ -51,7 +52,7 @@ public struct ApplicationFileLocator: Hashable, Sendable, CustomStringConvertibl
     /// - Parameter step: the step named in errors, `GET PROCESSING OPTIONS` unless given.
     /// - Throws: ``PaymentError/Code/cardReadFailed`` for a length that is not a multiple of 4, SFI 0 or 31, bits
     ///   3–1 of byte 1 set, record 0, a first record after the last, or more ODA records than the range holds.
-    public init(bytes: [UInt8], step: String = "GET PROCESSING OPTIONS") throws {
+    package init(bytes: [UInt8], step: String = "GET PROCESSING OPTIONS") throws {
         guard bytes.count % 4 == 0 else {
             throw CardAnswer.failure(step, "AFL (94) of \(bytes.count) bytes is not a multiple of 4")
         }
@@ -97,14 +98,14 @@ public struct ApplicationFileLocator: Hashable, Sendable, CustomStringConvertibl
     }
 
     /// How many READ RECORD commands the AFL asks for.
-    public var recordCount: Int { entries.reduce(0) { $0 + $1.records.count } }
+    package var recordCount: Int { entries.reduce(0) { $0 + $1.records.count } }
 
     /// How many records take part in offline data authentication.
-    public var offlineAuthenticationRecordCount: Int {
+    package var offlineAuthenticationRecordCount: Int {
         entries.reduce(0) { $0 + Int($1.offlineAuthenticationRecordCount) }
     }
 
-    public var description: String {
+    package var description: String {
         entries.isEmpty ? "empty AFL" : entries.map(\.description).joined(separator: ", ")
     }
 }
@@ -112,28 +113,28 @@ public struct ApplicationFileLocator: Hashable, Sendable, CustomStringConvertibl
 /// The answer to GET PROCESSING OPTIONS (EMV Book 3 §6.5.8.4): the Application Interchange Profile and the AFL,
 /// in response format 1 (`80`: AIP ‖ AFL) or format 2 (`77` template, which Kernel 3 uses to return the
 /// cryptogram at once).
-public struct ProcessingOptions: Hashable, Sendable {
-    public enum Format: Hashable, Sendable {
+package struct ProcessingOptions: Hashable, Sendable {
+    package enum Format: Hashable, Sendable {
         /// Template `80`: the value is AIP (2 bytes) followed by the AFL.
         case format1
         /// Template `77`: BER-TLV data objects, `82` AIP mandatory, `94` AFL optional.
         case format2
     }
 
-    public var format: Format
+    package var format: Format
     /// Application Interchange Profile (`82`, 2 bytes, EMV Book 3 Annex C1).
-    public var applicationInterchangeProfile: [UInt8]
+    package var applicationInterchangeProfile: [UInt8]
     /// The AFL; empty when the card has no records to read (valid: a qVSDC card may answer without `94`).
-    public var applicationFileLocator: ApplicationFileLocator
+    package var applicationFileLocator: ApplicationFileLocator
     /// Format 2: every primitive data object of the template other than `82` and `94` (cryptogram, ATC, IAD,
     /// track 2, CTQ …). Empty for format 1. Card data: never printed.
-    public var dataObjects: [TLV]
+    package var dataObjects: [TLV]
 
     /// Parses the data field of a `9000` answer.
     ///
     /// - Throws: ``PaymentError/Code/cardReadFailed`` at step `GET PROCESSING OPTIONS` when the template is
     ///   neither `80` nor `77`, a length lies, the AIP is missing or not 2 bytes, or the AFL is invalid.
-    public init(responseData data: [UInt8]) throws {
+    package init(responseData data: [UInt8]) throws {
         let step = "GET PROCESSING OPTIONS"
         let template = try CardAnswer.template(data, step: step, expecting: [0x80, 0x77], what: "response")
         if template.tag == 0x80 {
@@ -170,72 +171,3 @@ public struct ProcessingOptions: Hashable, Sendable {
     var supportsCardholderVerification: Bool { applicationInterchangeProfile[0] & 0x10 != 0 }
 }
 
-/// The answer to GENERATE AC (EMV Book 3 §6.5.5.4): Cryptogram Information Data, ATC, the application
-/// cryptogram and Issuer Application Data, in format 1 (`80`) or format 2 (`77`).
-public struct GenerateACResponse: Hashable, Sendable {
-    /// Cryptogram Information Data (`9F27`).
-    public var cryptogramInformationData: UInt8
-    /// The cryptogram type, bits 8–7 of the CID.
-    public var cryptogramType: CryptogramType
-    /// Application Transaction Counter (`9F36`, 2 bytes).
-    public var applicationTransactionCounter: [UInt8]
-    /// Application Cryptogram (`9F26`, 8 bytes).
-    public var applicationCryptogram: [UInt8]
-    /// Issuer Application Data (`9F10`, up to 32 bytes); empty when absent.
-    public var issuerApplicationData: [UInt8]
-    /// Format 2: every primitive data object of the template (`9F4B` SDAD for CDA, …). Empty for format 1.
-    public var dataObjects: [TLV]
-
-    /// - Throws: ``PaymentError/Code/cardReadFailed`` at step `GENERATE AC` for a malformed answer, a missing
-    ///   CID, ATC or cryptogram, wrong lengths, or a CID of type `11` (RFU).
-    public init(responseData data: [UInt8]) throws {
-        let step = "GENERATE AC"
-        let template = try CardAnswer.template(data, step: step, expecting: [0x80, 0x77], what: "response")
-        let cid: [UInt8]
-        let atc: [UInt8]
-        let cryptogram: [UInt8]
-        let iad: [UInt8]
-        if template.tag == 0x80 {
-            let value = template.value
-            guard value.count >= 11 else {
-                throw CardAnswer.failure(
-                    step,
-                    "format 1 response of \(value.count) bytes is shorter than CID, ATC and cryptogram (11)"
-                )
-            }
-            cid = [value[0]]
-            atc = Array(value[1..<3])
-            cryptogram = Array(value[3..<11])
-            iad = Array(value[11...])
-            dataObjects = []
-        } else {
-            let primitives = ProcessingOptions.primitives(of: template.children)
-            func value(_ tag: TLVTag, _ name: String) throws -> [UInt8] {
-                guard let found = primitives.first(where: { $0.tag == tag }) else {
-                    throw CardAnswer.failure(step, "format 2 response has no \(name) (\(tag))")
-                }
-                return found.value
-            }
-            cid = try value(0x9F27, "Cryptogram Information Data")
-            atc = try value(0x9F36, "ATC")
-            cryptogram = try value(0x9F26, "Application Cryptogram")
-            iad = primitives.first { $0.tag == 0x9F10 }?.value ?? []
-            dataObjects = primitives
-        }
-        guard cid.count == 1, let type = CryptogramType(cryptogramInformationData: cid[0]) else {
-            throw CardAnswer.failure(step, "CID (9F27) \(cid.hexString) names no cryptogram type")
-        }
-        guard atc.count == 2 else { throw CardAnswer.failure(step, "ATC (9F36) has \(atc.count) bytes, expected 2") }
-        guard cryptogram.count == 8 else {
-            throw CardAnswer.failure(step, "Application Cryptogram (9F26) has \(cryptogram.count) bytes, expected 8")
-        }
-        guard iad.count <= 32 else {
-            throw CardAnswer.failure(step, "Issuer Application Data (9F10) has \(iad.count) bytes, at most 32")
-        }
-        cryptogramInformationData = cid[0]
-        cryptogramType = type
-        applicationTransactionCounter = atc
-        applicationCryptogram = cryptogram
-        issuerApplicationData = iad
-    }
-}

@@ -1,0 +1,257 @@
+package import Foundation
+package import ProximaCore
+package import ProximaKernel
+internal import EMVCommon
+internal import ProximaCrypto
+internal import Synchronization
+
+/// What an app's payment request becomes: the token and account checks, the order's validation, the tap on a
+/// reader of the lane, the EMV transaction, and the card data sealed to the processor **inside the tap**, so clear
+/// card data never leaves this module. The Apple-shaped API (`Proxima`) maps its names onto these calls.
+///
+/// A value type over a kernel and a lane; cheap to copy. One read at a time per ``PaymentReadSlot``.
+package struct PaymentService: Sendable {
+    package let kernel: Kernel
+    package let lane: LaneID
+    package let settings: PaymentSettings
+    /// The wall clock of card data (`readAt`, `expiresAt`), token validity and the transaction date.
+    package let now: @Sendable () -> Date
+    /// Where `9F37` comes from; the OS CSPRNG unless a test injects one.
+    package var unpredictableNumbers: UnpredictableNumberSource = .system
+
+    /// A service for `lane` of `kernel`; `nil` picks the manifest's first lane.
+    /// - Throws: ``PaymentServiceError`` `unsupported` (no such lane, no lanes), `notAllowed` (no valid
+    ///   `capabilities.payment`).
+    package init(kernel: Kernel, lane: LaneID?, now: @escaping @Sendable () -> Date = { Date() })
+        throws(PaymentServiceError)
+    {
+        let lanes = kernel.manifest.lanes.map(\.id)
+        guard let chosen = lane ?? lanes.first else {
+            throw PaymentServiceError(.unsupported, "the manifest has no lanes")
+        }
+        guard lanes.contains(chosen) else {
+            throw PaymentServiceError(
+                .unsupported,
+                "lane \"\(chosen)\" is not in the manifest (lanes: \(lanes.map(\.rawValue).joined(separator: ", ")))"
+            )
+        }
+        self.kernel = kernel
+        self.lane = chosen
+        self.settings = try PaymentSettings(manifest: kernel.manifest)
+        self.now = now
+    }
+
+    // MARK: Token and account
+
+    /// The token verified against the processor key, issuer, audience and merchant claim.
+    package func verify(_ token: String) throws(PaymentServiceError) -> VerifiedReaderToken {
+        try ReaderTokenVerifier(settings: settings, now: now).verify(token)
+    }
+
+    var linkStore: AccountLinkStore { AccountLinkStore(directory: kernel.manifest.dataDirectory) }
+
+    /// Whether the token's merchant is linked here, with its processor and this reader identifier.
+    package func isLinked(_ token: String) throws(PaymentServiceError) -> Bool {
+        let verified = try verify(token)
+        return try linkStore.read()?.covers(verified, readerIdentifier: settings.readerIdentifier) ?? false
+    }
+
+    /// Links the token's merchant; `replacing` allows replacing another linked merchant (Apple's relink).
+    /// Linking the linked merchant again does nothing.
+    /// - Throws: token errors, `accountAlreadyLinked` (another merchant, without `replacing`),
+    ///   `accountLinkingFailed`, `accountLinkingCheckFailed`.
+    package func link(_ token: String, replacing: Bool) throws(PaymentServiceError) {
+        let verified = try verify(token)
+        let store = linkStore
+        if !replacing, let existing = try store.read() {
+            if existing.covers(verified, readerIdentifier: settings.readerIdentifier) { return }
+            throw PaymentServiceError(
+                .accountAlreadyLinked,
+                "\(store.path) links \(existing); call relinkAccount(using:) to link merchant \(verified.merchantID)"
+            )
+        }
+        try store.write(
+            AccountLink(
+                merchantID: verified.merchantID,
+                processor: verified.issuer,
+                readerIdentifier: settings.readerIdentifier,
+                linkedAt: now()
+            )
+        )
+    }
+
+    /// The linked account, if any.
+    package func linkedAccount() throws(PaymentServiceError) -> AccountLink? { try linkStore.read() }
+
+    /// The token verified and its merchant linked here: what every read checks first.
+    /// - Throws: token errors, `accountNotLinked`, `accountLinkingCheckFailed`.
+    package func linkedMerchant(_ token: String) throws(PaymentServiceError) -> VerifiedReaderToken {
+        let verified = try verify(token)
+        let link = try linkStore.read()
+        guard let link, link.covers(verified, readerIdentifier: settings.readerIdentifier) else {
+            throw PaymentServiceError(
+                .accountNotLinked,
+                link.map {
+                    "this kernel links \($0), not merchant \(verified.merchantID) with \(verified.issuer); "
+                        + "call relinkAccount(using:) to change it"
+                } ?? "merchant \(verified.merchantID) is not linked on this kernel; call linkAccount(using:) first"
+            )
+        }
+        return verified
+    }
+
+    // MARK: Readiness
+
+    /// Waits until a reader that may serve this lane (or `pinnedReader`) is present and healthy, for at most
+    /// `timeout`, by the pool's own lane rule.
+    package func waitUntilReady(pinnedReader: ReaderID?, timeout: Duration) async -> Bool {
+        await kernel.temporaryWaitUntilServable(lane: lane, pinnedReader: pinnedReader, timeout: timeout)
+    }
+
+    // MARK: Reading
+
+    /// The order checked against ISO 4217: the currency and the amount in minor units.
+    package func validate(_ order: PaymentOrder) throws(PaymentServiceError) -> (ISO4217Currency, Int64) {
+        guard let currency = ISO4217Currency(alphabeticCode: order.currencyCode) else {
+            throw PaymentServiceError(
+                .invalidCurrency,
+                "\"\(order.currencyCode)\" is not an active ISO 4217 currency code (such as USD, EUR, JPY)"
+            )
+        }
+        let amount = order.kind == .verification ? 0 : try currency.minorUnitAmount(of: order.amount)
+        return (currency, amount)
+    }
+
+    /// Reads a card for `order`: checks token and link, validates the order, takes `slot` (one read at a time),
+    /// taps on the lane, runs the EMV transaction and seals the card data to the processor inside the tap.
+    ///
+    /// - Parameters:
+    ///   - owner: Who may cancel the read through ``PaymentReadSlot/cancel(owner:)``.
+    ///   - onEvent: Called as the read goes; must return quickly (it runs between two APDUs).
+    /// - Returns: The sealed read; with ``PaymentReadOptions/includeFailedReads`` also reads that failed.
+    /// - Throws: ``PaymentServiceError`` (checks, `readerBusy`, `readCancelled`, `sealingFailed`),
+    ///   ``PaymentReadFailure`` (declined, not supported, …), the kernel's `ProximaError` (deadline, reader gone,
+    ///   shutting down, …) or the capability's `PaymentError` (an unusable card answer, naming the step).
+    package func read(
+        _ order: PaymentOrder,
+        token: String,
+        slot: PaymentReadSlot,
+        owner: ObjectIdentifier,
+        options: PaymentReadOptions,
+        onEvent: @escaping @Sendable (PaymentReadEvent) -> Void
+    ) async throws -> SealedPaymentRead {
+        let merchant = try linkedMerchant(token)
+        let (currency, minorUnits) = try validate(order)
+        let cancelSignal = try slot.begin(owner: owner, lane: lane)
+        defer { slot.end() }
+
+        let events = ReadEventOrder(onEvent)
+        let transaction = EMVTransaction(
+            amountAuthorised: minorUnits,
+            currencyCode: currency.numericCode,
+            currencyExponent: currency.minorUnits,
+            countryCode: settings.terminal.countryCode,
+            type: order.kind == .refund ? .refund : .purchase,
+            date: TransactionDate(now(), timeZone: .current)
+        )
+        let capability = EMVPaymentCapability(
+            settings: settings.terminal,
+            unpredictableNumbers: unpredictableNumbers
+        ) { event, _ in events.capability(event) }
+        let sealing = Sealing(
+            settings: settings,
+            order: order,
+            currency: currency,
+            minorUnits: minorUnits,
+            merchant: merchant,
+            now: now,
+            includeFailedReads: options.includeFailedReads
+        )
+        let tapOptions = TapOptions(
+            reader: options.pinnedReader,
+            timeout: options.timeout,
+            onReadyForTap: { _ in events.readyForTap() }
+        )
+        let kernel = self.kernel
+        let lane = self.lane
+        let ending = try await slot.cancellable(cancelSignal, lane: lane) {
+            try await kernel.tap(lane: lane, options: tapOptions) { channel, context in
+                events.cardDetected()
+                let outcome = try await capability.run(transaction, on: channel, context: context)
+                return try sealing.seal(outcome, context: context)
+            }
+        }
+        switch ending {
+        case .sealed(let read): return read
+        case .failed(let failure): throw failure
+        }
+    }
+}
+
+/// The events of one read in order: `readyForTap` once (from the kernel's per-tap hook, or just before
+/// `cardDetected` if the hook was missed), then the capability's. `Sendable`: its state sits behind a `Mutex`, and
+/// events are reported under it so they cannot overtake each other.
+final class ReadEventOrder: Sendable {
+    private let report: @Sendable (PaymentReadEvent) -> Void
+    private let readyForTapSent = Mutex(false)
+
+    init(_ report: @escaping @Sendable (PaymentReadEvent) -> Void) { self.report = report }
+
+    func readyForTap() {
+        readyForTapSent.withLock { sent in
+            guard !sent else { return }
+            sent = true
+            report(.readyForTap)
+        }
+    }
+
+    func cardDetected() {
+        readyForTapSent.withLock { sent in
+            if !sent { report(.readyForTap) }
+            sent = true
+            report(.cardDetected)
+        }
+    }
+
+    func capability(_ event: EMVPaymentEvent) {
+        readyForTapSent.withLock { _ in
+            switch event {
+            case .cardReadCompleted: report(.removeCard)
+            case .pinEntryRequested: report(.pinEntryRequested)
+            case .applicationSelected: break
+            }
+        }
+    }
+}
+
+// TEMPORARY until the kernel's own waitUntilServable lands (kernel-shape branch).
+extension Kernel {
+    func temporaryWaitUntilServable(lane laneID: LaneID, pinnedReader pinned: ReaderID?, timeout: Duration) async -> Bool {
+        guard let lane = manifest.lanes.first(where: { $0.id == laneID }) else { return false }
+        func ready(_ snapshot: PoolSnapshot) -> Bool {
+            snapshot.readers.contains { reader in
+                let serves =
+                    pinned.map { reader.info.id == $0 }
+                    ?? (reader.lanes.contains(lane.id) || (reader.isShared && lane.overflowToShared))
+                return serves && (reader.state == .idle || reader.state == .leased)
+            }
+        }
+        let changes = events.subscribe(bufferSize: 64)
+        if ready(await snapshot()) { return true }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await event in changes where event.kind == .readerAppeared || event.kind == .readerRecovered {
+                    if ready(await self.snapshot()) { return true }
+                }
+                return false
+            }
+            group.addTask {
+                try? await self.clock.sleep(until: self.clock.now + timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+}
