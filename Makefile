@@ -32,6 +32,7 @@ test: test-deps
 	@mkdir -p .build/logs
 	set -o pipefail; scripts/with-test-services.sh $(SWIFT) test --skip-build 2>&1 | tee .build/logs/test.log
 	scripts/scan-for-pans.sh .build/logs/test.log var
+	scripts/api-inventory.py
 
 lint:
 	$(SWIFT_FORMAT) lint --strict --recursive --configuration .swift-format $(SWIFT_SOURCES)
