@@ -38,7 +38,11 @@ let package = Package(
         .target(name: "ProximaSystem", swiftSettings: strict),
         .target(name: "ProximaKernel", dependencies: ["ProximaCore"], swiftSettings: strict),
         .target(name: "ProximaCrypto", dependencies: ["ProximaCore", "COpenSSL"], swiftSettings: strict),
-        .target(name: "ProximaCardEmulator", dependencies: ["ProximaCore", "ProximaCrypto"], swiftSettings: strict),
+        .target(
+            name: "ProximaCardEmulator",
+            dependencies: ["ProximaCore", "ProximaCrypto", "ProximaSystem"],
+            swiftSettings: strict
+        ),
         .target(
             name: "SimulatorTransport",
             dependencies: ["ProximaCore", "ProximaCardEmulator"],

@@ -1,6 +1,6 @@
 internal import Foundation
-internal import Glibc
 public import ProximaCore
+internal import ProximaSystem
 internal import Synchronization
 
 /// Hosts a ``VirtualCard`` on one slot of vsmartcard's `vpcd` reader driver in pcscd, so that every PC/SC client
@@ -242,7 +242,7 @@ public final class VPCDCardHost: Sendable {
             }
             state.connecting = true
         }
-        let socket: Int32
+        let socket: FileDescriptor
         do {
             socket = try VPCDSocket.connect(to: endpoint)
         } catch {
@@ -438,7 +438,7 @@ private enum CommandDisposition {
 private final class Presence: Sendable {
     let number: Int
     private struct State {
-        var socket: Int32?
+        var socket: FileDescriptor?
         var requestedReason: VPCDCardHost.RemovalReason?
         var endReason: VPCDCardHost.RemovalReason?
         var waiters: [Int: CheckedContinuation<VPCDCardHost.RemovalReason?, Never>] = [:]
@@ -448,20 +448,20 @@ private final class Presence: Sendable {
     }
     private let state: Mutex<State>
 
-    init(number: Int, socket: Int32) {
+    init(number: Int, socket: FileDescriptor) {
         self.number = number
         state = Mutex(State(socket: socket))
     }
 
     /// The socket, for the serving thread's reads and writes (which only that thread does).
-    var socket: Int32? { state.withLock { $0.socket } }
+    var socket: FileDescriptor? { state.withLock { $0.socket } }
 
     /// Wakes the serving thread: `shutdown` makes its `recv` return 0. The first reason asked for wins.
     func shutDown(reason: VPCDCardHost.RemovalReason) {
         state.withLock { state in
             guard let socket = state.socket else { return }
             if state.requestedReason == nil { state.requestedReason = reason }
-            _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
+            socket.shutdownBoth()
         }
     }
 
@@ -469,7 +469,7 @@ private final class Presence: Sendable {
     /// any, else `reason`.
     func close(reason: VPCDCardHost.RemovalReason) -> VPCDCardHost.RemovalReason {
         state.withLock { state in
-            if let socket = state.socket { _ = Glibc.close(socket) }
+            try? state.socket?.close()
             state.socket = nil
             return state.requestedReason ?? reason
         }
@@ -574,7 +574,7 @@ private struct VPCDSession {
                     }
                 }
             }
-            VPCDSocket.armQuickAck(socket)
+            socket.armQuickAck()
             switch frames.receive(from: socket) {
             case .received:
                 continue
@@ -582,21 +582,25 @@ private struct VPCDSession {
                 return frames.hasPartialFrame
                     ? .closedByReader("the connection ended inside a frame") : .closedByReader("end of stream")
             case .failed(let error):
-                return .closedByReader("recv: \(String(cString: strerror(error)))")
+                return .closedByReader("recv: \(error)")
             }
         }
     }
 
     /// Sends one frame; the removal reason when the connection broke.
-    private mutating func send(_ payload: [UInt8], on socket: Int32) -> VPCDCardHost.RemovalReason? {
+    private mutating func send(_ payload: [UInt8], on socket: FileDescriptor) -> VPCDCardHost.RemovalReason? {
         // A card answer without a status word, or one a frame cannot carry, becomes 6F00 (no precise diagnosis).
         let payload = payload.count >= 2 && payload.count <= VPCDCardHost.maximumPayloadLength ? payload : [0x6F, 0x00]
         output.removeAll(keepingCapacity: true)
         output.append(UInt8(payload.count >> 8))
         output.append(UInt8(payload.count & 0xFF))
         output.append(contentsOf: payload)
-        let error = VPCDSocket.sendAll(output, on: socket)
-        return error.map { .closedByReader("send: \(String(cString: strerror($0)))") }
+        do {
+            try socket.sendAll(output)
+            return nil
+        } catch {
+            return .closedByReader("send: \(error)")
+        }
     }
 }
 
@@ -622,7 +626,7 @@ struct VPCDFrameReader {
     enum ReceiveResult: Equatable {
         case received
         case closed
-        case failed(Int32)
+        case failed(Errno)
     }
 
     /// Room for one whole frame of the largest size and the start of the next.
@@ -664,19 +668,21 @@ struct VPCDFrameReader {
     }
 
     /// One blocking `recv` into the free space.
-    mutating func receive(from socket: Int32) -> ReceiveResult {
+    mutating func receive(from socket: FileDescriptor) -> ReceiveResult {
         if end == buffer.count { compact() }
         let free = buffer.count - end
         let count = buffer.withUnsafeMutableBytes { raw in
-            recv(socket, raw.baseAddress.map { $0 + end }, free, 0)
+            Result { () throws(Errno) in
+                try socket.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[end..<(end + free)]))
+            }
         }
-        if count > 0 {
-            end += count
+        switch count {
+        case .success(0): return .closed
+        case .success(let received):
+            end += received
             return .received
+        case .failure(let error): return .failed(error)
         }
-        if count == 0 { return .closed }
-        let error = errno
-        return error == EINTR ? .received : .failed(error)
     }
 
     private mutating func compact() {
@@ -688,68 +694,23 @@ struct VPCDFrameReader {
     }
 }
 
-/// Socket calls of the host.
+/// The host's connection to vpcd, on the system-call layer.
 enum VPCDSocket {
     /// A TCP connection to `endpoint` with `TCP_NODELAY` and `TCP_QUICKACK`.
-    static func connect(to endpoint: VPCDCardHost.Endpoint) throws -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_INET
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var found: UnsafeMutablePointer<addrinfo>? = nil
-        let resolved = getaddrinfo(endpoint.host, String(endpoint.port), &hints, &found)
-        guard resolved == 0, let first = found else {
+    static func connect(to endpoint: VPCDCardHost.Endpoint) throws -> FileDescriptor {
+        let socket: FileDescriptor
+        do {
+            socket = try FileDescriptor.connectTCP(host: endpoint.host, port: Int(endpoint.port))
+        } catch {
             throw ProximaError(
                 .readerUnavailable,
-                "cannot resolve vpcd host \(endpoint.host): \(String(cString: gai_strerror(resolved)))"
+                "cannot connect to vpcd at \(endpoint): \(error.reason); is pcscd running with a vpcd reader on port "
+                    + "\(endpoint.port) (scripts/pcscd-harness.sh, or vsmartcard-vpcd's /etc/reader.conf.d/vpcd)?",
+                underlying: error
             )
         }
-        defer { freeaddrinfo(found) }
-        let fd = Glibc.socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else {
-            throw ProximaError(.readerUnavailable, "socket(): \(String(cString: strerror(errno)))")
-        }
-        guard Glibc.connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
-            let error = errno
-            _ = Glibc.close(fd)
-            throw ProximaError(
-                .readerUnavailable,
-                "cannot connect to vpcd at \(endpoint): \(String(cString: strerror(error))); is pcscd running with "
-                    + "a vpcd reader on port \(endpoint.port) (scripts/pcscd-harness.sh, or vsmartcard-vpcd's "
-                    + "/etc/reader.conf.d/vpcd)?"
-            )
-        }
-        setOption(fd, TCP_NODELAY)
-        armQuickAck(fd)
-        return fd
-    }
-
-    /// Linux turns quick ACKs off again after a while; arming it before each read keeps ACKs immediate.
-    static func armQuickAck(_ socket: Int32) {
-        #if os(Linux)
-        setOption(socket, Int32(TCP_QUICKACK))
-        #endif
-    }
-
-    private static func setOption(_ socket: Int32, _ option: Int32) {
-        var one: Int32 = 1
-        _ = setsockopt(socket, Int32(IPPROTO_TCP), option, &one, socklen_t(MemoryLayout<Int32>.size))
-    }
-
-    /// Writes all of `bytes`; the `errno` when the connection broke.
-    static func sendAll(_ bytes: [UInt8], on socket: Int32) -> Int32? {
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes.withUnsafeBytes { raw in
-                Glibc.send(socket, raw.baseAddress.map { $0 + sent }, bytes.count - sent, Int32(MSG_NOSIGNAL))
-            }
-            if count > 0 {
-                sent += count
-            } else if count < 0 && errno == EINTR {
-                continue
-            } else {
-                return count == 0 ? EPIPE : errno
-            }
-        }
-        return nil
+        socket.setNoDelay()
+        socket.armQuickAck()
+        return socket
     }
 }
