@@ -217,7 +217,9 @@ struct CommandTable: Sendable {
                     name = String(name[..<equals])
                 }
                 guard let option = (path.command.options + Self.commonOptions).first(where: { $0.name == name }) else {
-                    throw fail("unknown option --\(name) for '\(path.invocation)'")
+                    throw fail(
+                        "unknown option --\(name) for '\(path.invocation)'" + Self.hint(forOption: name, at: path)
+                    )
                 }
                 if option.takesValue {
                     if value == nil {
@@ -409,6 +411,36 @@ struct CommandTable: Sendable {
         }
         if !line.isEmpty { lines.append(line) }
         return lines.joined(separator: "\n" + hang)
+    }
+
+    /// What the user probably meant by an unknown option: one of the command's options a typo away, or the
+    /// subcommand that declares it (`proxima psp --out DIR keygen` → `--out` belongs after `keygen`).
+    private static func hint(forOption name: String, at path: CommandPath) -> String {
+        let known = (path.command.options + commonOptions).map(\.name)
+        if let close = known.first(where: { editDistance($0, name, limit: 2) <= 2 }) {
+            return "; did you mean --\(close)?"
+        }
+        let owners = path.command.subcommands.filter { $0.options.contains { $0.name == name } }.map(\.name)
+        if !owners.isEmpty {
+            return "; it is an option of '\(path.invocation) \(list(owners))': give it after the subcommand"
+        }
+        return ""
+    }
+
+    /// The Levenshtein distance of two short words, or `limit + 1` once it is known to be larger than `limit`.
+    static func editDistance(_ a: String, _ b: String, limit: Int) -> Int {
+        let a = Array(a)
+        let b = Array(b)
+        guard abs(a.count - b.count) <= limit else { return limit + 1 }
+        var previous = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
     }
 
     /// `a, b or c`.

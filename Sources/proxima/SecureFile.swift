@@ -103,8 +103,17 @@ enum SecureFile {
         if replacing {
             guard rename(temporary, path) == 0 else { throw Failure(path: path, call: "rename", errno: errno) }
         } else {
-            guard link(temporary, path) == 0 else { throw Failure(path: path, call: "link", errno: errno) }
-            unlink(temporary)
+            if link(temporary, path) != 0 {
+                let linkError = errno
+                // A file system without hard links (FAT, some FUSE mounts): check, then rename. The window
+                // between the two only risks replacing a key created in it; the new file is 0600 either way.
+                guard [EPERM, EOPNOTSUPP, EMLINK].contains(linkError), !exists(path) else {
+                    throw Failure(path: path, call: "link", errno: linkError)
+                }
+                guard rename(temporary, path) == 0 else { throw Failure(path: path, call: "rename", errno: errno) }
+            } else {
+                unlink(temporary)
+            }
         }
         placed = true
         let folderFD = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -106,13 +106,23 @@ import Testing
         (["psp", "decrypt", "a", "b"], "takes one argument (ENVELOPE | -), found \"b\""),
         (["readers", "extra"], "'proxima readers' takes no arguments, found \"extra\""),
         (["psp", "frob"], "unknown subcommand \"frob\" for 'proxima psp' (expected: keygen, token or decrypt)"),
-        (["psp", "--out", "x", "keygen"], "unknown option --out for 'proxima psp'"),
+        (
+            ["psp", "--out", "x", "keygen"],
+            "unknown option --out for 'proxima psp'; it is an option of 'proxima psp keygen': give it after the subcommand"
+        ),
+        (["pay", "--ammount", "1"], "unknown option --ammount for 'proxima pay'; did you mean --amount?"),
     ])
     func usageErrorNamesTheProblem(arguments: [String], message: String) throws {
         let run = try CLITests.run(arguments)
         #expect(run.status == 2)
         #expect(run.stderr.hasPrefix("proxima: "))
         #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+
+    @Test func doubleDashEndsTheOptions() throws {
+        let run = try CLITests.run(["config", "check", "--", "--help"])
+        #expect(run.status == 3)  // "--help" is the FILE to check here, and there is no such file
+        #expect(run.stderr.hasPrefix("proxima config check: --help: no such file or folder;"))
     }
 
     @Test func repeatableOptionKeepsEveryValue() throws {
