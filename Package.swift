@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "Proxima", targets: ["Proxima"]),
         .library(name: "ProximaKernel", targets: ["ProximaKernel"]),
         .library(name: "ProximaCore", targets: ["ProximaCore"]),
+        .library(name: "ProximaSystem", targets: ["ProximaSystem"]),
         .library(name: "ProximaCardEmulator", targets: ["ProximaCardEmulator"]),
         .library(name: "ProximaCrypto", targets: ["ProximaCrypto"]),
         .executable(name: "proxima", targets: ["proxima"]),
@@ -32,6 +33,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         .target(name: "ProximaCore", swiftSettings: strict),
+        // Typed system calls (file descriptors, errno, EINTR, atomic private files): the one place that does POSIX I/O.
+        .target(name: "ProximaSystem", swiftSettings: strict),
         .target(name: "ProximaKernel", dependencies: ["ProximaCore"], swiftSettings: strict),
         .target(name: "ProximaCrypto", dependencies: ["ProximaCore", "COpenSSL"], swiftSettings: strict),
         .target(name: "ProximaCardEmulator", dependencies: ["ProximaCore", "ProximaCrypto"], swiftSettings: strict),

@@ -10,17 +10,49 @@ public struct ProximaError: Error, Hashable, Sendable, CustomStringConvertible {
     public let reader: ReaderID?
     /// The lane of the request, when there was one.
     public let lane: LaneID?
+    /// The manifest JSON path the error is about (`lanes[2].readers[0]`), for `invalidManifest` errors; the
+    /// ``reason`` does not repeat it.
+    public let jsonPath: String?
+    /// The error that caused this one (a capability's `PaymentError`, a `CryptoError`, a system error), kept as
+    /// it was so callers can inspect it instead of parsing ``reason``.
+    public let underlying: (any Error)?
 
-    public init(_ code: Code, _ reason: String = "", reader: ReaderID? = nil, lane: LaneID? = nil) {
+    public init(
+        _ code: Code,
+        _ reason: String = "",
+        reader: ReaderID? = nil,
+        lane: LaneID? = nil,
+        jsonPath: String? = nil,
+        underlying: (any Error)? = nil
+    ) {
         self.code = code
         self.reason = reason
         self.reader = reader
         self.lane = lane
+        self.jsonPath = jsonPath
+        self.underlying = underlying
     }
 
     /// A copy that carries a reader and a lane, keeping what was already set.
     public func at(reader: ReaderID? = nil, lane: LaneID? = nil) -> ProximaError {
-        ProximaError(code, reason, reader: self.reader ?? reader, lane: self.lane ?? lane)
+        ProximaError(
+            code,
+            reason,
+            reader: self.reader ?? reader,
+            lane: self.lane ?? lane,
+            jsonPath: jsonPath,
+            underlying: underlying
+        )
+    }
+
+    /// The first error of type `E` in the chain of ``underlying`` errors, starting with this one's cause.
+    public func cause<E: Error>(_ type: E.Type) -> E? {
+        var next = underlying
+        while let error = next {
+            if let match = error as? E { return match }
+            next = (error as? ProximaError)?.underlying
+        }
+        return nil
     }
 
     public var description: String {
@@ -28,7 +60,8 @@ public struct ProximaError: Error, Hashable, Sendable, CustomStringConvertible {
         if let lane { where_.append("lane \(lane)") }
         if let reader { where_.append("reader \(reader)") }
         let location = where_.isEmpty ? "" : " [\(where_.joined(separator: ", "))]"
-        return reason.isEmpty ? "\(code)\(location)" : "\(code)\(location): \(reason)"
+        let path = jsonPath.map { "\(StrictObject.display($0)): " } ?? ""
+        return reason.isEmpty && path.isEmpty ? "\(code)\(location)" : "\(code)\(location): \(path)\(reason)"
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
