@@ -74,7 +74,7 @@ let package = Package(
             name: "proxima",
             dependencies: [
                 "Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability",
-                "PaymentCapability",
+                "PaymentCapability", "ProximaSystem",
             ],
             swiftSettings: strict
         ),

@@ -2,6 +2,7 @@ import Foundation
 import Proxima
 import ProximaCore
 import ProximaKernel
+import ProximaSystem
 
 /// `proxima psp`: the payment processor's side, as a sandbox for integrators.
 enum PSPCommand {
@@ -76,7 +77,7 @@ enum PSPCommand {
     )
 
     /// `proxima psp keygen`: the private key is created with mode 0600 and moved into place atomically
-    /// (``SecureFile/create(_:contents:mode:replacing:)``), never written first and restricted after.
+    /// (`SystemFile.writeAtomically`), never written first and restricted after.
     static func keygen(_ args: Arguments) async throws -> ExitCode {
         let directory = args.string("out") ?? "."
         let replacing = args.flag("force")
@@ -84,40 +85,38 @@ enum PSPCommand {
         let pair = try ProcessorKeyPair.generate()
         let privatePath = PathResolution.resolve("psp-private.pem", against: directory)
         let publicPath = PathResolution.resolve("psp-public.pem", against: directory)
-        if !replacing, let existing = [privatePath, publicPath].first(where: SecureFile.exists) {
-            throw UsageError("\(existing) exists; keygen never overwrites a key unless --force is given")
+        if !replacing, let existing = [privatePath, publicPath].first(where: { (try? FileStatus.of($0)) != nil }) {
+            throw keyExists(existing)
+        }
+        let privatePEM = Array(try pair.privateKeyPEM().utf8)
+        do {
+            try SystemFile.writeAtomically(privatePEM, to: privatePath, permissions: 0o600, replacing: replacing)
+        } catch {
+            throw keygenProblem(error, privatePath)
         }
         do {
-            try SecureFile.create(
-                privatePath,
-                contents: Array(try pair.privateKeyPEM().utf8),
-                mode: 0o600,
-                replacing: replacing
-            )
-        } catch let failure as SecureFile.Failure {
-            throw keygenProblem(failure)
-        }
-        do {
-            try SecureFile.create(
-                publicPath,
-                contents: Array(pair.publicKeyPEM.utf8),
-                mode: 0o644,
+            try SystemFile.writeAtomically(
+                Array(pair.publicKeyPEM.utf8),
+                to: publicPath,
+                permissions: 0o644,
                 replacing: replacing
             )
         } catch {
             // A private key without its public half is of no use, and would block the next keygen.
-            SecureFile.remove(privatePath)
-            throw keygenProblem(error)
+            try? SystemFile.remove(privatePath)
+            throw keygenProblem(error, publicPath)
         }
         print("wrote \(privatePath) (keep it secret) and \(publicPath)")
         return .success
     }
 
-    static func keygenProblem(_ failure: SecureFile.Failure) -> any Error {
-        if failure.errno == EEXIST {
-            return UsageError("\(failure.path) exists; keygen never overwrites a key unless --force is given")
-        }
-        return FileProblem(failure, remedy: "give a folder you can write to with --out DIR")
+    static func keyExists(_ path: String) -> UsageError {
+        UsageError("\(path) exists; keygen never overwrites a key unless --force is given")
+    }
+
+    static func keygenProblem(_ failure: SystemFile.Failure, _ path: String) -> any Error {
+        if failure.errno == .fileExists { return keyExists(path) }
+        return FileProblem(path: path, failure, remedy: "give a folder you can write to with --out DIR")
     }
 
     static func token(_ args: Arguments) async throws -> ExitCode {
