@@ -4,148 +4,109 @@ import ProximaCore
 import ProximaKernel
 
 /// Exit codes, documented in README.md and `proxima --help`.
-enum ExitCode: Int32 {
+enum ExitCode: Int32, CaseIterable {
     case success = 0
-    /// The job failed at run time: reads failed, a plugin failed.
+    /// The job failed at run time: reads failed, a plugin failed, a file could not be used.
     case failure = 1
     /// Unknown command or option, or a missing value.
     case usage = 2
-    /// The manifest is invalid.
+    /// The manifest is invalid or cannot be read.
     case invalidConfig = 3
-}
 
-/// A usage error: printed with the command's help hint, exit code 2.
-struct UsageError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// Parsed command-line words: options (`--name value`, `--name=value`, flags) and positionals.
-struct Arguments {
-    private(set) var positionals: [String] = []
-    private var options: [String: String] = [:]
-    private var repeated: [String: [String]] = [:]
-    private var flags: Set<String> = []
-
-    /// - Parameters:
-    ///   - valued: options that take a value.
-    ///   - flags: options that take none.
-    init(_ words: [String], valued: Set<String>, flags allowedFlags: Set<String>) throws {
-        var i = 0
-        while i < words.count {
-            let word = words[i]
-            i += 1
-            guard word.hasPrefix("--"), word.count > 2 else {
-                positionals.append(word)
-                continue
-            }
-            var name = String(word.dropFirst(2))
-            var value: String? = nil
-            if let eq = name.firstIndex(of: "=") {
-                value = String(name[name.index(after: eq)...])
-                name = String(name[..<eq])
-            }
-            if valued.contains(name) {
-                if value == nil {
-                    guard i < words.count else { throw UsageError("option --\(name) needs a value") }
-                    value = words[i]
-                    i += 1
-                }
-                options[name] = value
-                repeated[name, default: []].append(value ?? "")
-            } else if allowedFlags.contains(name) {
-                guard value == nil else { throw UsageError("option --\(name) takes no value") }
-                flags.insert(name)
-            } else {
-                throw UsageError("unknown option --\(name)")
-            }
+    /// One line for `proxima --help`.
+    var meaning: String {
+        switch self {
+        case .success: "success"
+        case .failure: "the job failed at run time (reads failed, a plugin failed, a file could not be used)"
+        case .usage: "usage error (unknown command or option, a missing or bad value)"
+        case .invalidConfig: "the manifest is invalid or cannot be read (every error is printed on stderr)"
         }
-    }
-
-    func value(_ name: String) -> String? { options[name] }
-    /// Every value of an option that may be given more than once.
-    func values(_ name: String) -> [String] { repeated[name] ?? [] }
-    func flag(_ name: String) -> Bool { flags.contains(name) }
-
-    func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws -> Int {
-        guard let text = options[name] else { return defaultValue }
-        guard let n = Int(text), range.contains(n) else {
-            throw UsageError("--\(name) must be an integer in \(range.lowerBound)…\(range.upperBound), got \"\(text)\"")
-        }
-        return n
-    }
-
-    /// `--config FILE`, else `$PROXIMA_CONFIG`, else `Config/proxima.json`.
-    var configPath: String {
-        options["config"] ?? ProcessInfo.processInfo.environment["PROXIMA_CONFIG"] ?? "Config/proxima.json"
     }
 }
 
 enum CLI {
-    static let usage = """
-        proxima — a contactless-reader kernel for hosts that drive many readers at once.
+    /// Every command of the tool, declared once: dispatch, `--help` and usage errors come from this table.
+    static let table: CommandTable = CommandTable(
+        root: Command(
+            name: "proxima",
+            summary: "a contactless-reader kernel for hosts that drive many readers at once.",
+            subcommands: [
+                ConfigCommand.command, ReadersCommand.command, DemoCommand.command, PayCommand.command,
+                PSPCommand.command, CardsimCommand.command, helpCommand,
+            ]
+        )
+    )
 
-        USAGE: proxima <command> [options]
-
-        COMMANDS:
-          config check [FILE]   Validate a manifest; print the readers and lanes it would use, or every error.
-          readers [--watch]     List readers with transport, lanes and state; --watch streams events.
-          demo                  Run a simulated multi-lane store on the embedded default manifest.
-          pay                   Read one card for a payment on the configured readers.
-          psp                   The processor's side, as a sandbox: keygen, token, decrypt.
-          cardsim               Host a virtual card on a vpcd reader slot in pcscd (--vpcd HOST:PORT --card FILE).
-
-        Every command takes --config FILE (default: $PROXIMA_CONFIG, then Config/proxima.json) and --help.
-
-        EXIT CODES:
-          0  success
-          1  the job failed at run time (reads failed, a plugin failed)
-          2  usage error (unknown command or option)
-          3  the manifest is invalid (every error is printed on stderr)
-        """
+    /// `proxima help [COMMAND...]`: the help of the tool or of a command.
+    static let helpCommand: Command = Command(
+        name: "help",
+        summary: "Print the help of the tool, or of a command (proxima help psp token).",
+        positionals: [
+            Positional(placeholder: "COMMAND", help: "A command."),
+            Positional(placeholder: "SUBCOMMAND", help: "One of its subcommands."),
+        ],
+        readsManifest: false,
+        action: { args in
+            print(table.help(try table.path(to: args.positionals)))
+            return .success
+        }
+    )
 
     static func run(_ words: [String]) async -> ExitCode {
-        guard let command = words.first else {
-            printError(usage)
+        let invocation: Invocation
+        do {
+            invocation = try table.parse(words)
+        } catch {
+            reportUsage(error.message, at: error.at)
             return .usage
         }
-        let rest = Array(words.dropFirst())
-        do {
-            switch command {
-            case "--help", "-h", "help":
-                print(usage)
-                return .success
-            case "config":
-                return try await ConfigCommand.run(rest)
-            case "readers":
-                return try await ReadersCommand.run(rest)
-            case "demo":
-                return try await DemoCommand.run(rest)
-            case "pay":
-                return try await PayCommand.run(rest)
-            case "psp":
-                return try await PSPCommand.run(rest)
-            case "cardsim":
-                return try await CardsimCommand.run(rest)
-            default:
-                printError("proxima: unknown command \"\(command)\"\nRun 'proxima --help' for the list of commands.")
-                return .usage
-            }
-        } catch let error as UsageError {
-            printError("proxima: \(error.description)\nRun 'proxima \(command) --help' or 'proxima --help'.")
+        switch invocation {
+        case .help(let path):
+            print(table.help(path))
+            return .success
+        case .incomplete(let path):
+            printError(table.help(path))
             return .usage
-        } catch let error as ManifestError {
-            printError("proxima: invalid manifest\n\(error.description)")
-            return .invalidConfig
-        } catch {
-            printError("proxima: \(error)")
-            return .failure
+        case .run(let action, let args):
+            do {
+                return try await action(args)
+            } catch let error as UsageError {
+                reportUsage(error.description, at: args.path)
+                return .usage
+            } catch let error as ParseFailure {
+                reportUsage(error.message, at: error.at)
+                return .usage
+            } catch let error as FileProblem {
+                printError("\(args.path.invocation): \(error.description)")
+                return error.exitCode
+            } catch let error as ManifestError {
+                printError("proxima: invalid manifest\n\(error.description)")
+                return .invalidConfig
+            } catch let error as CocoaError {
+                // Foundation's own description is a dump of its user-info dictionary; its sentence is enough.
+                printError("\(args.path.invocation): \(error.localizedDescription)")
+                return .failure
+            } catch {
+                printError("proxima: \(error)")
+                return .failure
+            }
         }
     }
 
-    /// Loads the manifest named by the arguments with the built-in plugins.
+    /// A usage error: the message, the command's usage line and where to read more.
+    static func reportUsage(_ message: String, at path: CommandPath) {
+        let hint =
+            path.names.count == 1
+            ? "Run 'proxima --help' for the list of commands."
+            : "Run '\(path.invocation) --help' or 'proxima --help'."
+        printError("proxima: \(message)\n\(table.usageBlock(path))\n\(hint)")
+    }
+
+    /// Loads the manifest at `path` with the built-in plugins.
+    /// - Throws: ``FileProblem`` (exit 3) when the file cannot be read; `ManifestError` when it is invalid.
     static func loadManifest(_ path: String) throws -> Manifest {
-        try Manifest.load(contentsOf: path, registry: BuiltinPlugins.registry)
+        try FileChecks.manifest(path)
+        return try Manifest.load(contentsOf: path, registry: BuiltinPlugins.registry)
     }
 }
 

@@ -4,35 +4,40 @@ import ProximaCore
 
 /// `proxima cardsim --vpcd HOST:PORT --card FILE [--taps N] [--interval D]`.
 enum CardsimCommand {
-    static let help = """
-        USAGE: proxima cardsim --vpcd HOST:PORT --card FILE [--taps N] [--interval D]
+    static let command = Command(
+        name: "cardsim",
+        summary: "Host a virtual card on a vpcd reader slot in pcscd (--vpcd HOST:PORT --card FILE).",
+        details: """
+            Hosts a virtual card on a reader slot of vsmartcard's vpcd driver in pcscd, so that every PC/SC client
+            (proxima with the pcsc transport, pcsc_scan, OpenSC) sees it in that reader. Prints one line each time the
+            card enters or leaves the field (never card data). Ctrl-C takes the card out and stops.
+            """,
+        options: [
+            .value(
+                "vpcd",
+                "HOST:PORT",
+                help: "Where vpcd listens for the slot: 127.0.0.1:35963 is \"Virtual PCD 00 00\" and 127.0.0.1:35964 "
+                    + "\"Virtual PCD 00 01\" with Debian's vsmartcard-vpcd; the six readers of scripts/pcscd-harness.sh "
+                    + "listen on 35963/35964, 35979/35980 and 35995/35996.",
+                required: true
+            ),
+            .value("card", "FILE", help: "A card profile, e.g. Config/cards/pay-visa-qvsdc.json.", required: true),
+            .value("taps", "N", help: "Present the card N times, then stop.", defaultDescription: "no limit"),
+            .value(
+                "interval",
+                "D",
+                help: "Keep the card in the field for D, then out of it for D, and again (500ms, 2s, 1.5). Without "
+                    + "--taps and --interval the card stays in the field until Ctrl-C, and comes back by itself when "
+                    + "pcscd restarts.",
+                defaultDescription: "1s when --taps is given"
+            ),
+        ],
+        notes: "pcscd notices a card entering or leaving a vpcd reader within about 0.4 s (it polls).",
+        readsManifest: false,
+        action: { try await run($0) }
+    )
 
-        Hosts a virtual card on a reader slot of vsmartcard's vpcd driver in pcscd, so that every PC/SC client
-        (proxima with the pcsc transport, pcsc_scan, OpenSC) sees it in that reader. Prints one line each time the
-        card enters or leaves the field (never card data). Ctrl-C takes the card out and stops.
-
-        OPTIONS:
-          --vpcd HOST:PORT   Where vpcd listens for the slot: 127.0.0.1:35963 is "Virtual PCD 00 00" and
-                             127.0.0.1:35964 "Virtual PCD 00 01" with Debian's vsmartcard-vpcd; the six readers of
-                             scripts/pcscd-harness.sh listen on 35963/35964, 35979/35980 and 35995/35996.
-          --card FILE        A card profile, e.g. Config/cards/pay-visa-qvsdc.json.
-          --taps N           Present the card N times, then stop (default: no limit).
-          --interval D       Keep the card in the field for D, then out of it for D, and again (500ms, 2s, 1.5;
-                             default 1s when --taps is given). Without --taps and --interval the card stays in the
-                             field until Ctrl-C, and comes back by itself when pcscd restarts.
-
-        pcscd notices a card entering or leaving a vpcd reader within about 0.4 s (it polls).
-        """
-
-    static func run(_ words: [String]) async throws -> ExitCode {
-        let args = try Arguments(words, valued: ["vpcd", "card", "taps", "interval"], flags: ["help"])
-        if args.flag("help") {
-            print(help)
-            return .success
-        }
-        guard args.positionals.isEmpty else {
-            throw UsageError("cardsim takes no arguments, found \"\(args.positionals[0])\"")
-        }
+    static func run(_ args: Arguments) async throws -> ExitCode {
         guard let endpointText = args.value("vpcd") else { throw UsageError("cardsim needs --vpcd HOST:PORT") }
         guard let endpoint = VPCDCardHost.Endpoint(parsing: endpointText) else {
             throw UsageError(
@@ -40,13 +45,14 @@ enum CardsimCommand {
             )
         }
         guard let cardPath = args.value("card") else { throw UsageError("cardsim needs --card FILE") }
-        let taps = try args.value("taps").map { _ in try args.integer("taps", default: 1, in: 1...1_000_000) }
+        let taps = try args.value("taps").map { _ in try args.integer("taps", in: 1...1_000_000) }
         let interval = try args.value("interval").map { text in
             guard let duration = parseDuration(text) else {
                 throw UsageError("--interval must be a duration such as 500ms, 2s or 1.5 (seconds), got \"\(text)\"")
             }
             return duration
         }
+        try FileChecks.cardProfile(cardPath)
         let card = try CardProfiles.load(contentsOf: cardPath)
 
         let schedule: VPCDCardHost.Schedule

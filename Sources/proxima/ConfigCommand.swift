@@ -4,25 +4,27 @@ import ProximaKernel
 
 /// `proxima config check [FILE]`.
 enum ConfigCommand {
-    static let help = """
-        USAGE: proxima config check [FILE] [--config FILE]
+    static let command = Command(
+        name: "config",
+        summary: "Validate a manifest; print the readers and lanes it would use, or every error.",
+        subcommands: [
+            Command(
+                name: "check",
+                summary: "Validate a manifest; print the readers and lanes it would use, or every error.",
+                details: """
+                    Validates a manifest with the built-in plugin types. On success prints the plugins, the readers each
+                    lane would use (by id, or by name pattern for readers found at run time) and the shared pool, then any
+                    warnings. On failure prints every error with its JSON path on stderr and exits with 3.
+                    """,
+                positionals: [Positional(placeholder: "FILE", help: "The manifest to check (default: --config).")],
+                action: { try await check($0) }
+            )
+        ]
+    )
 
-        Validates a manifest with the built-in plugin types. On success prints the plugins, the readers each
-        lane would use (by id, or by name pattern for readers found at run time) and the shared pool, then any
-        warnings. On failure prints every error with its JSON path on stderr and exits with 3.
-        """
-
-    static func run(_ words: [String]) async throws -> ExitCode {
-        let args = try Arguments(words, valued: ["config"], flags: ["help"])
-        if args.flag("help") || words.isEmpty {
-            print(help)
-            return words.isEmpty ? .usage : .success
-        }
-        guard args.positionals.first == "check" else {
-            throw UsageError("unknown subcommand \"config \(args.positionals.first ?? "")\" (expected: check)")
-        }
-        guard args.positionals.count <= 2 else { throw UsageError("config check takes one FILE") }
-        let path = args.positionals.count == 2 ? args.positionals[1] : args.configPath
+    static func check(_ args: Arguments) async throws -> ExitCode {
+        let path = args.positionals.first ?? args.configPath
+        try FileChecks.manifest(path, remedy: "give the manifest to check as FILE or with --config FILE")
         let manifest = try CLI.loadManifest(path)
         print(describe(manifest, path: path))
         return .success

@@ -10,39 +10,40 @@ import Synchronization
 
 /// `proxima demo`: a simulated multi-lane store on the embedded default manifest.
 enum DemoCommand {
-    static let help = """
-        USAGE: proxima demo [--config FILE] [--lanes N] [--readers M] [--taps K] [--arrival-ms MS] [--no-air-time]
+    static let command = Command(
+        name: "demo",
+        summary: "Run a simulated multi-lane store on the embedded default manifest.",
+        details: """
+            Runs a simulated store on the manifest's simulator readers: customers arrive on every lane, each tap is
+            routed to a free reader the lane may use, and the card is read. A live per-lane view shows progress
+            (plain lines when the output is not a terminal); a summary table ends it: taps per lane, queue wait
+            p50/p99, tap time, and failures by reason.
+            """,
+        options: [
+            .value(
+                "lanes",
+                "N",
+                help: "Replace the manifest's lanes with N lanes (readers are dealt round-robin; with fewer readers "
+                    + "than lanes, lanes share readers)."
+            ),
+            .value(
+                "readers",
+                "M",
+                help: "Replace the simulator readers with M readers holding the manifest's card profiles."
+            ),
+            .value("taps", "K", help: "Total taps across all lanes.", default: "120"),
+            .value("arrival-ms", "MS", help: "Mean time between customers arriving on one lane.", default: "250"),
+            .flag("no-air-time", help: "Exchanges cost no simulated air time."),
+        ],
+        action: { try await run($0) }
+    )
 
-        Runs a simulated store on the manifest's simulator readers: customers arrive on every lane, each tap is
-        routed to a free reader the lane may use, and the card is read. A live per-lane view shows progress
-        (plain lines when the output is not a terminal); a summary table ends it: taps per lane, queue wait
-        p50/p99, tap time, and failures by reason.
-
-        OPTIONS:
-          --lanes N        Replace the manifest's lanes with N lanes (readers are dealt round-robin; with fewer
-                           readers than lanes, lanes share readers).
-          --readers M      Replace the simulator readers with M readers holding the manifest's card profiles.
-          --taps K         Total taps across all lanes (default 120).
-          --arrival-ms MS  Mean time between customers arriving on one lane (default 250).
-          --no-air-time    Exchanges cost no simulated air time.
-        """
-
-    static func run(_ words: [String]) async throws -> ExitCode {
-        let args = try Arguments(
-            words,
-            valued: ["config", "lanes", "readers", "taps", "arrival-ms"],
-            flags: ["help", "no-air-time"]
-        )
-        if args.flag("help") {
-            print(help)
-            return .success
-        }
-        guard args.positionals.isEmpty else { throw UsageError("demo takes no arguments") }
-        let taps = try args.integer("taps", default: 120, in: 1...1_000_000)
-        let arrival = try args.integer("arrival-ms", default: 250, in: 0...600_000)
+    static func run(_ args: Arguments) async throws -> ExitCode {
+        let taps = try args.integer("taps", in: 1...1_000_000)
+        let arrival = try args.integer("arrival-ms", in: 0...600_000)
         var manifest = try CLI.loadManifest(args.configPath)
-        let lanes = args.value("lanes") == nil ? nil : try args.integer("lanes", default: 4, in: 1...1024)
-        let readers = args.value("readers") == nil ? nil : try args.integer("readers", default: 8, in: 1...4096)
+        let lanes = args.value("lanes") == nil ? nil : try args.integer("lanes", in: 1...1024)
+        let readers = args.value("readers") == nil ? nil : try args.integer("readers", in: 1...4096)
         if lanes != nil || readers != nil || args.flag("no-air-time") {
             manifest = try DemoStore.reshape(
                 manifest,

@@ -9,81 +9,148 @@ import ProximaSystem
 enum PSPCommand {
     static let defaultMerchant = "merchant-test-001"
 
-    static let help = """
-        USAGE: proxima psp keygen [--out DIR]
-               proxima psp token [--config FILE] [--key FILE] [--merchant ID] [--audience A]... [--lifetime S]
-               proxima psp decrypt [--config FILE] [--key FILE] [--reveal] [ENVELOPE | -]
+    static let command = Command(
+        name: "psp",
+        summary: "The processor's side, as a sandbox: keygen, token, decrypt.",
+        details: "A sandbox of the payment processor's side, for integrators.",
+        subcommands: [
+            Command(
+                name: "keygen",
+                summary: "Make a P-256 processor key pair: psp-private.pem and psp-public.pem in DIR.",
+                details: """
+                    Makes a P-256 processor key pair: psp-private.pem (mode 0600 from the moment it exists) and
+                    psp-public.pem in DIR. Put the public key's path in the manifest's
+                    capabilities.payment.processorPublicKey. Never overwrites a key unless --force is given.
+                    """,
+                options: [
+                    .value("out", "DIR", help: "The folder to write the key pair to.", default: "."),
+                    .flag("force", help: "Replace an existing key pair in DIR."),
+                ],
+                readsManifest: false,
+                action: { try await keygen($0) }
+            ),
+            Command(
+                name: "token",
+                summary: "Issue a reader token (JWT, ES256) for this kernel.",
+                details: """
+                    Issues a reader token (JWT, ES256) for this kernel: iss and the merchant claim from the
+                    manifest's payment settings, aud = its readerIdentifier (or --audience), signed with the
+                    private key.
+                    """,
+                options: [
+                    keyOption,
+                    .value("merchant", "ID", help: "The merchant id claim.", default: defaultMerchant),
+                    .value(
+                        "audience",
+                        "A",
+                        help: "An audience of the token.",
+                        defaultDescription: "the manifest's readerIdentifier",
+                        repeatable: true
+                    ),
+                    .value("lifetime", "S", help: "How long the token is valid, in seconds.", default: "3600"),
+                ],
+                action: { try await token($0) }
+            ),
+            Command(
+                name: "decrypt",
+                summary: "Open a paymentCardData envelope and print the transaction and the EMV tags.",
+                details: """
+                    Opens a paymentCardData envelope with the private key and prints the transaction and the EMV
+                    tags. The PAN shows as its last four digits and track data as a length unless --reveal is given.
+                    """,
+                options: [keyOption, .flag("reveal", help: "Print the PAN and track data in clear.")],
+                positionals: [
+                    Positional(
+                        placeholder: "ENVELOPE | -",
+                        help: "The envelope (base64), or - to read it from stdin (default)."
+                    )
+                ],
+                action: { try await decrypt($0) }
+            ),
+        ]
+    )
 
-        A sandbox of the payment processor's side, for integrators.
+    static let keyOption = Option.value(
+        "key",
+        "FILE",
+        help: "The processor's private key (PEM); a relative path resolves against the manifest's folder.",
+        default: PaymentProcessorSandbox.defaultPrivateKeyFile
+    )
 
-          keygen   Makes a P-256 processor key pair: psp-private.pem and psp-public.pem in DIR (default .).
-                   Put the public key's path in the manifest's capabilities.payment.processorPublicKey.
-          token    Issues a reader token (JWT, ES256) for this kernel: iss and the merchant claim from the
-                   manifest's payment settings, aud = its readerIdentifier (or --audience), signed with the
-                   private key (default: the manifest's test key, keys/psp-test-private.pem).
-          decrypt  Opens a paymentCardData envelope (argument, or stdin with -) with the private key and prints
-                   the transaction and the EMV tags. The PAN shows as its last four digits and track data as
-                   a length unless --reveal is given.
-        """
-
-    static func run(_ words: [String]) async throws -> ExitCode {
-        let args = try Arguments(
-            words,
-            valued: ["config", "key", "merchant", "audience", "lifetime", "out"],
-            flags: ["help", "reveal"]
-        )
-        if args.flag("help") || args.positionals.isEmpty {
-            print(help)
-            return args.flag("help") ? .success : .usage
+    /// `proxima psp keygen`: the private key is created with mode 0600 and moved into place atomically
+    /// (`SystemFile.writeAtomically`), never written first and restricted after.
+    static func keygen(_ args: Arguments) async throws -> ExitCode {
+        let directory = args.string("out") ?? "."
+        let replacing = args.flag("force")
+        try FileChecks.outputFolder(directory)
+        let pair = try ProcessorKeyPair.generate()
+        let privatePath = PathResolution.resolve("psp-private.pem", against: directory)
+        let publicPath = PathResolution.resolve("psp-public.pem", against: directory)
+        if !replacing, let existing = [privatePath, publicPath].first(where: { (try? FileStatus.of($0)) != nil }) {
+            throw keyExists(existing)
         }
-        switch args.positionals[0] {
-        case "keygen":
-            let directory = args.value("out") ?? "."
-            let pair = try ProcessorKeyPair.generate()
-            let privatePath = PathResolution.resolve("psp-private.pem", against: directory)
-            let publicPath = PathResolution.resolve("psp-public.pem", against: directory)
-            guard FileManager.default.fileExists(atPath: directory) else {
-                throw UsageError("the --out folder \(directory) does not exist; create it first")
-            }
-            guard !FileManager.default.fileExists(atPath: privatePath) else {
-                throw UsageError("\(privatePath) exists; keygen never overwrites a key")
-            }
-            // The private key is created 0600 from the start and never replaces a file (no moment where it is
-            // readable by others, no silent overwrite).
-            try SystemFile.writeAtomically(Array(try pair.privateKeyPEM().utf8), to: privatePath, replacing: false)
+        let privatePEM = Array(try pair.privateKeyPEM().utf8)
+        do {
+            try SystemFile.writeAtomically(privatePEM, to: privatePath, permissions: 0o600, replacing: replacing)
+        } catch {
+            throw keygenProblem(error, privatePath)
+        }
+        do {
             try SystemFile.writeAtomically(
                 Array(pair.publicKeyPEM.utf8),
                 to: publicPath,
                 permissions: 0o644,
-                replacing: false
+                replacing: replacing
             )
-            print("wrote \(privatePath) (keep it secret) and \(publicPath)")
-            return .success
-        case "token":
-            let manifest = try CLI.loadManifest(args.configPath)
-            let sandbox = try PaymentProcessorSandbox(manifest: manifest, privateKeyFile: args.value("key"))
-            let lifetime = try args.integer("lifetime", default: 3600, in: 1...31_536_000)
-            let audience = args.values("audience")
-            let token = try sandbox.issueToken(
-                merchantID: args.value("merchant") ?? defaultMerchant,
-                audience: audience.isEmpty ? nil : audience,
-                lifetime: .seconds(lifetime)
-            )
-            print(token.rawValue)
-            return .success
-        case "decrypt":
-            let manifest = try CLI.loadManifest(args.configPath)
-            let sandbox = try PaymentProcessorSandbox(manifest: manifest, privateKeyFile: args.value("key"))
-            guard args.positionals.count <= 2 else { throw UsageError("psp decrypt takes one envelope") }
-            let argument = args.positionals.count == 2 ? args.positionals[1] : "-"
-            let input =
-                argument == "-"
-                ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : argument
-            let contents = try sandbox.open(input.trimmingCharacters(in: .whitespacesAndNewlines))
-            print(contents.contents.formatted(revealingPAN: args.flag("reveal")))
-            return .success
-        default:
-            throw UsageError("unknown psp subcommand \"\(args.positionals[0])\" (expected keygen, token or decrypt)")
+        } catch {
+            // A private key without its public half is of no use, and would block the next keygen.
+            try? SystemFile.remove(privatePath)
+            throw keygenProblem(error, publicPath)
         }
+        print("wrote \(privatePath) (keep it secret) and \(publicPath)")
+        return .success
+    }
+
+    static func keyExists(_ path: String) -> UsageError {
+        UsageError("\(path) exists; keygen never overwrites a key unless --force is given")
+    }
+
+    static func keygenProblem(_ failure: SystemFile.Failure, _ path: String) -> any Error {
+        if failure.errno == .fileExists { return keyExists(path) }
+        return FileProblem(path: path, failure, remedy: "give a folder you can write to with --out DIR")
+    }
+
+    static func token(_ args: Arguments) async throws -> ExitCode {
+        let manifest = try CLI.loadManifest(args.configPath)
+        try checkKey(args, manifest)
+        let sandbox = try PaymentProcessorSandbox(manifest: manifest, privateKeyFile: args.value("key"))
+        let lifetime = try args.integer("lifetime", in: 1...31_536_000)
+        let audience = args.values("audience")
+        let token = try sandbox.issueToken(
+            merchantID: args.value("merchant") ?? defaultMerchant,
+            audience: audience.isEmpty ? nil : audience,
+            lifetime: .seconds(lifetime)
+        )
+        print(token.rawValue)
+        return .success
+    }
+
+    static func decrypt(_ args: Arguments) async throws -> ExitCode {
+        let manifest = try CLI.loadManifest(args.configPath)
+        try checkKey(args, manifest)
+        let sandbox = try PaymentProcessorSandbox(manifest: manifest, privateKeyFile: args.value("key"))
+        let argument = args.positionals.first ?? "-"
+        let input =
+            argument == "-"
+            ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : argument
+        let contents = try sandbox.open(input.trimmingCharacters(in: .whitespacesAndNewlines))
+        print(contents.contents.formatted(revealingPAN: args.flag("reveal")))
+        return .success
+    }
+
+    /// The private key file the sandbox will read (resolved as it resolves it) is there and is PEM.
+    static func checkKey(_ args: Arguments, _ manifest: Manifest) throws {
+        guard let key = args.string("key") else { return }
+        try FileChecks.privateKey(PathResolution.resolve(key, against: manifest.baseDirectory))
     }
 }

@@ -6,47 +6,47 @@ import ProximaKernel
 
 /// `proxima pay`: one payment read on the configured readers, through the Apple-shaped API.
 enum PayCommand {
-    static let help = """
-        USAGE: proxima pay [--config FILE] [--lane L | --reader NAME] --amount 29.99 --currency USD
-                           [--type purchase|refund] [--token JWT] [--merchant ID] [--timeout SECONDS]
+    static let command = Command(
+        name: "pay",
+        summary: "Read one card for a payment on the configured readers.",
+        details: """
+            Reads one card for a payment on the manifest's readers and prints the masked card (brand, last four
+            digits, expiry), the outcome and the encrypted card data for the processor (base64, on its own line).
+            """,
+        options: [
+            .value("lane", "L", help: "The lane to read on.", defaultDescription: "the first lane"),
+            .value(
+                "reader",
+                "NAME",
+                help: "Read on this reader only, by its exact name or id (lane wiring checks, support)."
+            ),
+            .value("amount", "A", help: "The amount, in the currency's major unit (29.99).", required: true),
+            .value("currency", "C", help: "ISO 4217 alphabetic code (USD, EUR, JPY, …).", required: true),
+            .value("type", "T", help: "purchase or refund.", default: "purchase"),
+            .value(
+                "token",
+                "JWT",
+                help: "The processor's reader token.",
+                defaultDescription:
+                    "$PSP_TOKEN, else a sandbox token issued with the manifest's test key — see 'proxima psp token'"
+            ),
+            .value("merchant", "ID", help: "The merchant id of a sandbox token.", default: PSPCommand.defaultMerchant),
+            .value("timeout", "S", help: "How long to wait for a reader and a card, in seconds.", default: "60"),
+        ],
+        notes: "The account is linked on first use with the token (as PaymentCardReader.linkAccount does).",
+        action: { try await run($0) }
+    )
 
-        Reads one card for a payment on the manifest's readers and prints the masked card (brand, last four
-        digits, expiry), the outcome and the encrypted card data for the processor (base64, on its own line).
-
-        OPTIONS:
-          --lane L          The lane to read on (default: the first lane).
-          --reader NAME     Read on this reader only, by its exact name or id (lane wiring checks, support).
-          --amount A        The amount, in the currency's major unit (29.99).
-          --currency C      ISO 4217 alphabetic code (USD, EUR, JPY, …).
-          --type T          purchase (default) or refund.
-          --token JWT       The processor's reader token (default: $PSP_TOKEN, else a sandbox token issued
-                            with the manifest's test key — see 'proxima psp token').
-          --merchant ID     The merchant id of a sandbox token (default: merchant-test-001).
-          --timeout S       How long to wait for a reader and a card (default 60).
-
-        The account is linked on first use with the token (as PaymentCardReader.linkAccount does).
-        """
-
-    static func run(_ words: [String]) async throws -> ExitCode {
-        let args = try Arguments(
-            words,
-            valued: ["config", "lane", "reader", "amount", "currency", "type", "token", "merchant", "timeout"],
-            flags: ["help"]
-        )
-        if args.flag("help") {
-            print(help)
-            return .success
-        }
-        guard args.positionals.isEmpty else { throw UsageError("pay takes no arguments") }
+    static func run(_ args: Arguments) async throws -> ExitCode {
         guard let amountText = args.value("amount"), let amount = Decimal(string: amountText, locale: nil) else {
             throw UsageError("--amount is required, as a decimal number such as 29.99")
         }
         guard let currency = args.value("currency") else { throw UsageError("--currency is required (USD, EUR, …)") }
-        let typeName = args.value("type") ?? "purchase"
+        let typeName = args.string("type") ?? "purchase"
         guard let type = PaymentCardTransactionRequest.TransactionType(rawValue: typeName) else {
             throw UsageError("--type must be purchase or refund, got \"\(typeName)\"")
         }
-        let timeout = try args.integer("timeout", default: 60, in: 1...3600)
+        let timeout = try args.integer("timeout", in: 1...3600)
         let manifest = try CLI.loadManifest(args.configPath)
         let kernel = Kernel(manifest: manifest, registry: BuiltinPlugins.registry)
         let token: PaymentCardReader.Token

@@ -5,20 +5,18 @@ import ProximaKernel
 
 /// `proxima readers [--watch]`.
 enum ReadersCommand {
-    static let help = """
-        USAGE: proxima readers [--config FILE] [--watch]
+    static let command = Command(
+        name: "readers",
+        summary: "List readers with transport, lanes and state; --watch streams events.",
+        details: """
+            Starts the manifest's transports, lists every reader with its transport, the lanes it serves and its
+            state. With --watch, keeps running and prints reader and session events as they happen (Ctrl-C stops).
+            """,
+        options: [.flag("watch", help: "Keep running and print reader and session events as they happen.")],
+        action: { try await run($0) }
+    )
 
-        Starts the manifest's transports, lists every reader with its transport, the lanes it serves and its
-        state. With --watch, keeps running and prints reader and session events as they happen (Ctrl-C stops).
-        """
-
-    static func run(_ words: [String]) async throws -> ExitCode {
-        let args = try Arguments(words, valued: ["config"], flags: ["help", "watch"])
-        if args.flag("help") {
-            print(help)
-            return .success
-        }
-        guard args.positionals.isEmpty else { throw UsageError("readers takes no arguments") }
+    static func run(_ args: Arguments) async throws -> ExitCode {
         let manifest = try CLI.loadManifest(args.configPath)
         let kernel = Kernel(manifest: manifest, registry: BuiltinPlugins.registry)
         let watch = args.flag("watch")
