@@ -125,7 +125,7 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // Helpers shared by test targets: the Python peer runner and the live-pcscd lock.
+        // Helpers shared by test targets: package files, hex, waits with deadlines, the Python peer runner, live pcscd.
         .target(
             name: "ProximaTestSupport",
             dependencies: ["ProximaCore"],
@@ -133,28 +133,34 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .testTarget(name: "ProximaCoreTests", dependencies: ["ProximaCore"], swiftSettings: strict),
+        .testTarget(
+            name: "ProximaCoreTests",
+            dependencies: ["ProximaCore", "ProximaTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "ProximaKernelTests",
-            dependencies: ["ProximaCore", "ProximaKernel", "Proxima"],
+            dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "ProximaTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ProximaCardEmulatorTests",
-            dependencies: ["ProximaCore", "ProximaCardEmulator"],
+            dependencies: ["ProximaCore", "ProximaCardEmulator", "ProximaTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SimulatorTests",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator", "Proxima",
-                "IdentityCapability", "PaymentCapability",
+                "IdentityCapability", "PaymentCapability", "ProximaTestSupport",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "PaymentCapabilityTests",
-            dependencies: ["ProximaCore", "PaymentCapability", "ProximaCardEmulator", "ProximaCrypto"],
+            dependencies: [
+                "ProximaCore", "PaymentCapability", "ProximaCardEmulator", "ProximaCrypto", "ProximaTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -166,12 +172,14 @@ let package = Package(
         ),
         .testTarget(
             name: "IdentityCapabilityTests",
-            dependencies: ["ProximaCore", "IdentityCapability", "PaymentCapability"],
+            dependencies: ["ProximaCore", "IdentityCapability", "PaymentCapability", "ProximaTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ProximaCryptoTests",
             dependencies: ["ProximaCore", "ProximaCrypto", "ProximaTestSupport"],
+            // Known-answer vectors copied from their standards, with source and licence (Vectors/README.md).
+            resources: [.copy("Vectors")],
             swiftSettings: strict
         ),
         .testTarget(
@@ -187,7 +195,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "CLITests", dependencies: ["proxima"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["proxima", "ProximaTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "SystemLibraryTests",
             dependencies: ["COpenSSL", "CPCSCLite", "CNFC", "CLibUSB", "CSQLite"],
