@@ -26,8 +26,10 @@ demo: deps
 	$(SWIFT) build -c release --product proxima
 	.build/release/proxima demo --config Config/proxima.json
 
-## The whole test suite: builds with warnings as errors, starts what the tests need, runs every test.
+## The whole test suite: checks that nothing points outside the repository, builds with warnings as errors,
+## starts what the tests need, runs every test.
 test: test-deps
+	scripts/check-self-contained.sh
 	$(SWIFT) build --build-tests $(WERROR)
 	@mkdir -p .build/logs
 	set -o pipefail; scripts/with-test-services.sh $(SWIFT) test --skip-build 2>&1 | tee .build/logs/test.log

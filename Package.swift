@@ -152,7 +152,7 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // Helpers shared by test targets: the Python peer runner and the live-pcscd lock.
+        // Helpers shared by test targets: package files, hex, waits with deadlines, the Python peer runner, live pcscd.
         .target(
             name: "ProximaTestSupport",
             dependencies: ["ProximaCore"],
@@ -160,28 +160,35 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .testTarget(name: "ProximaCoreTests", dependencies: ["ProximaCore"], swiftSettings: strict),
+        .testTarget(
+            name: "ProximaCoreTests",
+            dependencies: ["ProximaCore", "ProximaTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "ProximaKernelTests",
-            dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "PaymentCapability"],
+            dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "PaymentCapability", "ProximaTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ProximaCardEmulatorTests",
-            dependencies: ["ProximaCore", "ProximaCardEmulator"],
+            dependencies: ["ProximaCore", "ProximaCardEmulator", "ProximaTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SimulatorTests",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "ProximaCardEmulator", "Proxima",
-                "IdentityCapability", "PaymentCapability", "EMVCommon", "ProximaProcessorSandbox",
+                "IdentityCapability", "PaymentCapability", "EMVCommon", "ProximaProcessorSandbox", "ProximaTestSupport",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "PaymentCapabilityTests",
-            dependencies: ["ProximaCore", "PaymentCapability", "ProximaCardEmulator", "ProximaCrypto", "EMVCommon"],
+            dependencies: [
+                "ProximaCore", "PaymentCapability", "ProximaCardEmulator", "ProximaCrypto", "EMVCommon",
+                "ProximaTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -194,12 +201,16 @@ let package = Package(
         ),
         .testTarget(
             name: "IdentityCapabilityTests",
-            dependencies: ["ProximaCore", "IdentityCapability", "PaymentCapability", "EMVCommon"],
+            dependencies: [
+                "ProximaCore", "IdentityCapability", "PaymentCapability", "EMVCommon", "ProximaTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ProximaCryptoTests",
             dependencies: ["ProximaCore", "ProximaCrypto", "ProximaTestSupport"],
+            // Known-answer vectors copied from their standards, with source and licence (Vectors/README.md).
+            resources: [.copy("Vectors")],
             swiftSettings: strict
         ),
         .testTarget(
@@ -215,7 +226,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "CLITests", dependencies: ["proxima"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["proxima", "ProximaTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "SystemLibraryTests",
             dependencies: ["COpenSSL", "CPCSCLite", "CNFC", "CLibUSB", "CSQLite"],

@@ -1,10 +1,10 @@
 import Foundation
+import ProximaTestSupport
 import Testing
 
 /// The `proxima` executable as a user runs it: exit codes, stdout and stderr.
 @Suite struct CLITests {
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let packageRoot = URL(fileURLWithPath: PackageFiles.root)
 
     /// The `proxima` binary built next to the test bundle.
     static var executable: URL {

@@ -9,41 +9,14 @@ import ProximaTestSupport
 import Synchronization
 import Testing
 
-/// Where the live tests find pcscd and its vpcd readers: set by `scripts/pcscd-harness.sh` (which
-/// `scripts/with-test-services.sh`, and so `make test`, wraps around the test run).
-enum LivePCSCD {
-    static let environment = ProcessInfo.processInfo.environment
+// pcscd and its vpcd readers come from `LivePCSCD` (ProximaTestSupport); these are the integration tests' views.
 
-    /// pcscd is serving and the harness said so: `PROXIMA_PCSCD=1` and `/run/pcscd/pcscd.comm` exists.
-    static let isAvailable =
-        environment["PROXIMA_PCSCD"] == "1" && FileManager.default.fileExists(atPath: "/run/pcscd/pcscd.comm")
+extension LivePCSCD.Reader {
+    var endpoint: VPCDCardHost.Endpoint { VPCDCardHost.Endpoint(port: port) }
+    var id: ReaderID { ReaderID("pcsc/" + name) }
+}
 
-    /// The harness passed the reader.conf.d it started pcscd with, so a test can start pcscd again alike.
-    static let canRestart = isAvailable && environment["PROXIMA_PCSCD_CONFIG_DIR"] != nil
-
-    /// The harness's six vpcd readers in order: `Virtual PCD 00 00/01` (used by `PCSCTransportTests` too), then
-    /// `Virtual PCD B 00 00/01` and `Virtual PCD C 00 00/01`.
-    static let readers: [Reader] = {
-        let names = environment["PROXIMA_VPCD_READERS"]?.split(separator: ",").map(String.init)
-        let ports = environment["PROXIMA_VPCD_PORTS"]?.split(separator: ",").compactMap { UInt16($0) }
-        guard let names, let ports, names.count == ports.count, names.count >= 6 else {
-            return [
-                Reader(name: "Virtual PCD 00 00", port: 35963), Reader(name: "Virtual PCD 00 01", port: 35964),
-                Reader(name: "Virtual PCD B 00 00", port: 35979), Reader(name: "Virtual PCD B 00 01", port: 35980),
-                Reader(name: "Virtual PCD C 00 00", port: 35995), Reader(name: "Virtual PCD C 00 01", port: 35996),
-            ]
-        }
-        return zip(names, ports).map { Reader(name: $0, port: $1) }
-    }()
-
-    struct Reader: Sendable, CustomStringConvertible {
-        var name: String
-        var port: UInt16
-        var endpoint: VPCDCardHost.Endpoint { VPCDCardHost.Endpoint(port: port) }
-        var id: ReaderID { ReaderID("pcsc/" + name) }
-        var description: String { name }
-    }
-
+extension LivePCSCD {
     /// Readers only the integration tests use (`PCSCTransportTests` takes the first two).
     static var b0: Reader { readers[2] }
     static var b1: Reader { readers[3] }
@@ -51,19 +24,10 @@ enum LivePCSCD {
     static var c1: Reader { readers[5] }
 }
 
-// MARK: Sharing pcscd between the live suites
-
 // MARK: Cards, manifests, kernels
 
-/// The package's `Config` folder, found from this file's path.
-let configDirectory: String = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent()  // IntegrationTests
-    .deletingLastPathComponent()  // Tests
-    .deletingLastPathComponent()  // package root
-    .appendingPathComponent("Config").path
-
 func loadCard(_ file: String) throws -> any VirtualCard {
-    try CardProfiles.load(contentsOf: configDirectory + "/cards/" + file)
+    try CardProfiles.load(contentsOf: PackageFiles.cardsDirectory + "/" + file)
 }
 
 /// A manifest with one `pcsc` plugin that selects `readers`, and one lane per entry of `lanes`, each claiming one
@@ -87,7 +51,11 @@ func pcscManifest(
           "lanes": [\(laneObjects.joined(separator: ", "))]
         }
         """
-    return try Manifest.parse(Array(text.utf8), baseDirectory: configDirectory, registry: BuiltinPlugins.registry)
+    return try Manifest.parse(
+        Array(text.utf8),
+        baseDirectory: PackageFiles.configDirectory,
+        registry: BuiltinPlugins.registry
+    )
 }
 
 /// Takes the cards out, then waits until pcscd has noticed: it polls vpcd readers every 400 ms
@@ -96,10 +64,6 @@ func pcscManifest(
 func removeAndSettle(_ hosts: [VPCDCardHost]) async {
     for host in hosts { await host.remove() }
     try? await Task.sleep(for: .milliseconds(600))
-}
-
-struct Timeout: Error, CustomStringConvertible {
-    var description: String
 }
 
 /// Runs `body` with a started kernel once `readers` readers are in its pool (at most 10 s), then stops it.
@@ -120,20 +84,6 @@ func withKernel<T: Sendable>(
         let result = try await body(kernel)
         group.cancelAll()
         return result
-    }
-}
-
-/// Polls `condition` every 20 ms until it holds; throws ``Timeout`` after `limit`.
-func waitUntil(
-    _ what: String,
-    within limit: Duration,
-    _ condition: @Sendable () async -> Bool
-) async throws {
-    let clock = ContinuousClock()
-    let end = clock.now + limit
-    while !(await condition()) {
-        guard clock.now < end else { throw Timeout(description: "not within \(limit): \(what)") }
-        try await Task.sleep(for: .milliseconds(20))
     }
 }
 
@@ -173,19 +123,19 @@ func errorCode<Value>(_ operation: () async throws -> Value) async -> ProximaErr
     }
 }
 
-/// Event times of a ``VPCDCardHost``, for timing assertions.
+/// The events of a ``VPCDCardHost``.
 final class HostLog: Sendable {
-    private let events = Mutex<[(event: VPCDCardHost.Event, at: ContinuousClock.Instant)]>([])
+    private let events = Mutex<[VPCDCardHost.Event]>([])
 
     func record(_ event: VPCDCardHost.Event) {
-        events.withLock { $0.append((event, ContinuousClock.now)) }
+        events.withLock { $0.append(event) }
     }
 
-    /// When the last presence ended, and why.
-    var lastRemoval: (reason: VPCDCardHost.RemovalReason, at: ContinuousClock.Instant)? {
+    /// Why the last presence ended.
+    var lastRemoval: VPCDCardHost.RemovalReason? {
         events.withLock { events in
-            for entry in events.reversed() {
-                if case .removed(_, _, let reason, _) = entry.event { return (reason, entry.at) }
+            for event in events.reversed() {
+                if case .removed(_, _, let reason, _) = event { return reason }
             }
             return nil
         }
@@ -234,40 +184,5 @@ final class PresenceWatcher: Sendable {
         try await waitUntil("\(count) card removals on \(reader)", within: .seconds(3)) {
             self.removals(on: reader) >= count
         }
-    }
-}
-
-// MARK: pcscd
-
-enum PCSCD {
-    static let socketPath = PCSCDaemon.socketPath
-    static let pidPath = PCSCDaemon.pidPath
-
-    static func pid() throws -> pid_t { try PCSCDaemon.pid() }
-
-    /// Kills pcscd with SIGKILL, as a crash would, and waits until it is gone.
-    static func kill() async throws {
-        let pid = try pid()
-        // A pcscd that a test of this process started (after stopping the harness's) is this process's child: it
-        // must be reaped here, or its zombie's PID, still in pcscd's PID file, makes the next pcscd believe that
-        // another one runs. The harness's own pcscd is reaped by the harness.
-        let isChild = parent(of: pid) == getpid()
-        #expect(Foundation.kill(pid, SIGKILL) == 0)
-        try await waitUntil("pcscd \(pid) gone", within: .seconds(5)) {
-            if isChild { _ = waitpid(pid, nil, WNOHANG) }
-            return Foundation.kill(pid, 0) != 0
-        }
-    }
-
-    static func parent(of pid: pid_t) -> pid_t? { PCSCDaemon.parent(of: pid) }
-
-    /// Starts pcscd again with the harness's reader.conf.d; the harness stops every pcscd that runs with it.
-    static func start() throws {
-        let directory = try #require(LivePCSCD.environment["PROXIMA_PCSCD_CONFIG_DIR"])
-        // A killed pcscd leaves its socket and PID file; pcscd removes them when the PID is not running.
-        try PCSCDaemon.spawn(
-            configDirectory: directory,
-            disablePolkit: LivePCSCD.environment["PROXIMA_PCSCD_DISABLE_POLKIT"] == "1"
-        )
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ProximaCore
+import ProximaTestSupport
 import Synchronization
 import Testing
 
@@ -178,16 +179,29 @@ struct VPCDCardHostTests {
         vpcd.stopListening()
         let refusals = Mutex(0)
         let host = VPCDCardHost(card: Self.card, endpoint: endpoint)
+        let clock = ManualClock()
         let running = Task {
-            await host.run(VPCDCardHost.Schedule(retryDelay: .milliseconds(20))) { error in
+            await host.run(VPCDCardHost.Schedule(retryDelay: .milliseconds(20)), clock: clock) { error in
                 #expect(error.code == .readerUnavailable)
                 refusals.withLock { $0 += 1 }
             }
         }
-        try await Task.sleep(for: .milliseconds(150))
+        // Each refused attempt sleeps on the manual clock before the next one; the delay doubles.
+        var delays: [Duration] = []
+        for _ in 0..<5 {
+            await clock.waitForSleepers(1)
+            let wake = try #require(clock.pendingDeadlines.first)
+            delays.append(clock.now.duration(to: wake))
+            clock.advance(to: wake)
+        }
+        await clock.waitForSleepers(1)
+        #expect(
+            delays == [.milliseconds(20), .milliseconds(40), .milliseconds(80), .milliseconds(160), .milliseconds(320)]
+        )
         #expect(refusals.withLock { $0 } == 1, "one report per outage, not one per attempt")
         #expect(host.presenceCount == 0)
         let listening = try FakeVPCD(port: endpoint.port)
+        clock.advance(by: .seconds(2))  // the next attempt finds vpcd listening
         let link = try await listening.accept()
         try await waitUntil("the card in the field", within: .seconds(5)) { host.isInserted }
         running.cancel()

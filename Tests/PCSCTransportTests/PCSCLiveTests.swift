@@ -6,27 +6,10 @@ import Testing
 
 @testable import PCSCTransport
 
-/// Where the live tests find pcscd and its vpcd readers (set by `scripts/pcscd-harness.sh`).
+/// The scripted card the live tests put on the harness's vpcd readers (`LivePCSCD`, in ProximaTestSupport).
 enum LivePCSC {
-    static let environment = ProcessInfo.processInfo.environment
-
-    /// pcscd is serving and the harness said so: `PROXIMA_PCSCD=1` and `/run/pcscd/pcscd.comm` exists.
-    static let isAvailable =
-        environment["PROXIMA_PCSCD"] == "1" && FileManager.default.fileExists(atPath: "/run/pcscd/pcscd.comm")
-
     /// The restart test stops pcscd, so it runs only when asked (`PROXIMA_PCSCD_RESTART_TEST=1`) under the harness.
-    static let canRestart =
-        isAvailable && environment["PROXIMA_PCSCD_RESTART_TEST"] == "1"
-        && environment["PROXIMA_PCSCD_CONFIG_DIR"] != nil
-
-    static let readers: [(name: String, port: UInt16)] = {
-        let names = environment["PROXIMA_VPCD_READERS"]?.split(separator: ",").map(String.init)
-        let ports = environment["PROXIMA_VPCD_PORTS"]?.split(separator: ",").compactMap { UInt16($0) }
-        guard let names, let ports, names.count == ports.count, names.count >= 2 else {
-            return [("Virtual PCD 00 00", 35963), ("Virtual PCD 00 01", 35964)]
-        }
-        return Array(zip(names, ports))
-    }()
+    static let canRestart = LivePCSCD.canRestart && LivePCSCD.restartTestsRequested
 
     static let uid: [UInt8] = [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6]
     /// A PC/SC Part 3 pseudo-ATR of an ISO/IEC 14443-4 Type A card without historical bytes.
@@ -57,10 +40,6 @@ actor EventLog {
     private var nextWaiter = 0
     private typealias Continuation = CheckedContinuation<Int, any Error>
 
-    struct Timeout: Error, CustomStringConvertible {
-        var description: String
-    }
-
     var count: Int { events.count }
     var all: [ReaderEvent] { events }
     var isFinished: Bool { finished }
@@ -75,7 +54,7 @@ actor EventLog {
 
     func finish() {
         finished = true
-        for waiter in waiters.values { waiter.continuation.resume(throwing: Timeout(description: "events finished")) }
+        for waiter in waiters.values { waiter.continuation.resume(throwing: WaitTimeout("events finished")) }
         waiters = [:]
     }
 
@@ -86,7 +65,7 @@ actor EventLog {
         where predicate: @escaping @Sendable (ReaderEvent) -> Bool
     ) async throws -> Int {
         if let index = events.indices.first(where: { $0 >= from && predicate(events[$0]) }) { return index }
-        if finished { throw Timeout(description: "events finished before a match") }
+        if finished { throw WaitTimeout("events finished before a match") }
         nextWaiter += 1
         let key = nextWaiter
         return try await withThrowingTaskGroup(of: Int?.self) { group in
@@ -100,7 +79,7 @@ actor EventLog {
             let first = try await group.next() ?? nil
             group.cancelAll()
             self.drop(key: key)
-            guard let first else { throw Timeout(description: "no matching event within \(timeout): \(events)") }
+            guard let first else { throw WaitTimeout("no matching event within \(timeout): \(events)") }
             return first
         }
     }
@@ -167,13 +146,13 @@ func errorCode<Value>(of result: Result<Value, any Error>) -> ProximaError.Code?
 
 @Suite(
     "PC/SC transport against a real pcscd with vpcd readers",
-    .enabled(if: LivePCSC.isAvailable),
+    .enabled(if: LivePCSCD.isAvailable),
     .serialized,
     .livePCSCD(.shared)
 )
 struct PCSCLiveTests {
-    let first = LivePCSC.readers[0]
-    let second = LivePCSC.readers[1]
+    let first = LivePCSCD.readers[0]
+    let second = LivePCSCD.readers[1]
 
     func makeTransport(id: String = "pcsc", exclusive: Bool = false) -> PCSCTransport {
         PCSCTransport(
@@ -243,6 +222,7 @@ struct PCSCLiveTests {
             )
             try await withThrowingTaskGroup(of: PCSCCardChannel.self) { group in
                 group.addTask { try await transport.openChannel(to: reader, options: ConnectOptions()) }
+                // No event says the connect is waiting: give it time to wait (or wrongly fail) before the card comes.
                 try await Task.sleep(for: .milliseconds(300))
                 #expect(await log.all.contains(.cardPresent(reader)) == false)
                 let card = try VirtualICC(port: second.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
@@ -262,6 +242,7 @@ struct PCSCLiveTests {
         try await withRunning(transport) { log in
             _ = try await log.index { if case .appeared(let info) = $0 { info.id == reader } else { false } }
             let waiting = Task { try await transport.connect(to: reader, options: ConnectOptions()) }
+            // No event says the connect is waiting for a card: give it time to get there before cancelling it.
             try await Task.sleep(for: .milliseconds(200))
             waiting.cancel()
             #expect(errorCode(of: await waiting.result) == .cancelled)
@@ -308,13 +289,12 @@ struct PCSCLiveTests {
             try await withRunning(other) { otherLog in
                 try await otherLog.expect(.cardPresent(otherReader))
                 let blocked = Task { try await other.openChannel(to: otherReader, options: ConnectOptions()) }
+                // No event says the connect has reached SCardBeginTransaction: give it time to get there, so the
+                // cancellation below meets it blocked (were it earlier, it would be cancelled all the same).
                 try await Task.sleep(for: .milliseconds(500))
-                let clock = ContinuousClock()
-                let cancelledAt = clock.now
                 blocked.cancel()
-                let outcome = await blocked.result
-                #expect(clock.now - cancelledAt < .seconds(1))
-                #expect(errorCode(of: outcome) == .cancelled)
+                let result = try await outcome(of: blocked, "the cancelled connect returning while the holder holds on")
+                #expect(errorCode(of: result) == .cancelled)
 
                 // Once the holder lets go, the other client gets the card (after its abandoned connect cleaned up).
                 await channel.close()
@@ -369,13 +349,13 @@ struct PCSCLiveTests {
         let info = ReaderInfo(id: reader, name: first.name, transport: "pcsc", supportsExtendedLength: true)
         try await withRunning(transport) { log in
             var next = try await log.expect(.appeared(info))
-            try stopPCSCD()
+            try await LivePCSCD.stop(signal: SIGTERM)
             next = try await log.expect(.vanished(reader), after: next)
             let connectWhileGone = await errorCode {
                 try await transport.connect(to: reader, options: ConnectOptions())
             }
             #expect(connectWhileGone == .readerVanished)
-            try startPCSCD()
+            try await LivePCSCD.start()
             next = try await log.expect(.appeared(info), after: next, within: .seconds(15))
 
             let card = try VirtualICC(port: first.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
@@ -386,23 +366,5 @@ struct PCSCLiveTests {
             await card.remove()
             try await log.expect(.cardRemoved(reader), after: next)
         }
-    }
-
-    private func stopPCSCD() throws {
-        #expect(kill(try PCSCDaemon.pid(), SIGTERM) == 0)
-    }
-
-    private func startPCSCD() throws {
-        let directory = try #require(LivePCSC.environment["PROXIMA_PCSCD_CONFIG_DIR"])
-        // pcscd refuses to start while the old one's socket is still there; it removes it as it exits.
-        var waited = 0
-        while FileManager.default.fileExists(atPath: PCSCDaemon.socketPath) && waited < 100 {
-            usleep(50_000)
-            waited += 1
-        }
-        try PCSCDaemon.spawn(
-            configDirectory: directory,
-            disablePolkit: LivePCSC.environment["PROXIMA_PCSCD_DISABLE_POLKIT"] == "1"
-        )
     }
 }

@@ -2,6 +2,7 @@
 import EMVCommon
 import ProximaCardEmulator
 import ProximaCore
+import ProximaTestSupport
 import Testing
 
 /// Entry Point (EMV Book B §3.3) and kernel status-word handling, with scripted and virtual cards.
@@ -31,7 +32,7 @@ import Testing
             Issue.record("unexpected reason \(outcome.reason)")
             return
         }
-        #expect(unsupported.map(\.identifier) == [hex("A000000025010801")])
+        #expect(unsupported.map(\.identifier) == [bytes("A000000025010801")])
         #expect(unsupported.first?.brand == .americanExpress)
         #expect(unsupported.first?.kernel == .americanExpress)
         #expect(outcome.reason.description.contains("American Express A000000025010801 needs Kernel 4"))
@@ -41,7 +42,7 @@ import Testing
         var card = try loadEMVCard("pay-visa-qvsdc.json")
         // A JCB application with higher priority than the Visa one: never selected.
         var jcb = card.applications[0]
-        jcb.identifier = hex("A0000000651010")
+        jcb.identifier = bytes("A0000000651010")
         jcb.label = "TEST JCB"
         jcb.priority = 1
         jcb.kernelIdentifier = [0x05]
@@ -98,7 +99,7 @@ import Testing
 
     @Test func visaWithoutTTQInThePDOLNeedsKernel1() async throws {
         var card = try loadEMVCard("pay-visa-qvsdc.json")
-        card.applications[0].processingOptionsDOL = hex("9F02069F3704")
+        card.applications[0].processingOptionsDOL = bytes("9F02069F3704")
         let outcome = try await capability(Recorder()).run(
             purchase(),
             on: hostedChannel(card),
@@ -278,7 +279,7 @@ import Testing
 
     @Test func transportErrorsKeepTheirCodeAndNameTheStep() async throws {
         let channel = ScriptedChannel()
-        channel.expect(hex(selectPPSE), fail: ProximaError(.cardRemoved, "card left the field"))
+        channel.expect(bytes(selectPPSE), fail: ProximaError(.cardRemoved, "card left the field"))
         let error = await #expect(throws: ProximaError.self) {
             try await capability(Recorder()).run(purchase(), on: channel, context: tapContext)
         }

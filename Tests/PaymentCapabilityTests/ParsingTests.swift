@@ -1,6 +1,7 @@
 @testable import PaymentCapability
 import EMVCommon
 import ProximaCore
+import ProximaTestSupport
 import Testing
 
 /// GET PROCESSING OPTIONS, AFL, GENERATE AC and CVM List parsing on hand-built answers.
@@ -8,7 +9,7 @@ import Testing
     // MARK: AFL (EMV Book 3 §10.2)
 
     @Test func parsesAFLEntries() throws {
-        let afl = try ApplicationFileLocator(bytes: hex("08010101" + "10010302" + "18040400"))
+        let afl = try ApplicationFileLocator(bytes: bytes("08010101" + "10010302" + "18040400"))
         #expect(afl.entries.count == 3)
         #expect(
             afl.entries[0]
@@ -46,7 +47,7 @@ import Testing
         ),
     ])
     func rejectsInvalidAFL(_ invalid: InvalidAFL) {
-        let error = #expect(throws: PaymentError.self) { try ApplicationFileLocator(bytes: hex(invalid.hex)) }
+        let error = #expect(throws: PaymentError.self) { try ApplicationFileLocator(bytes: bytes(invalid.hex)) }
         #expect(error?.code == .cardReadFailed)
         #expect(error?.step == "GET PROCESSING OPTIONS")
         #expect(error?.reason == invalid.reason)
@@ -55,16 +56,16 @@ import Testing
     // MARK: GET PROCESSING OPTIONS (EMV Book 3 §6.5.8.4)
 
     @Test func parsesFormat1() throws {
-        let options = try ProcessingOptions(responseData: hex("800A" + "1980" + "08010100" + "10010201"))
+        let options = try ProcessingOptions(responseData: bytes("800A" + "1980" + "08010100" + "10010201"))
         #expect(options.format == .format1)
-        #expect(options.applicationInterchangeProfile == hex("1980"))
+        #expect(options.applicationInterchangeProfile == bytes("1980"))
         #expect(options.applicationFileLocator.recordCount == 3)
         #expect(options.applicationFileLocator.offlineAuthenticationRecordCount == 1)
         #expect(options.dataObjects.isEmpty)
     }
 
     @Test func parsesFormat1WithoutAFL() throws {
-        let options = try ProcessingOptions(responseData: hex("80022000"))
+        let options = try ProcessingOptions(responseData: bytes("80022000"))
         #expect(options.applicationFileLocator.entries.isEmpty)
     }
 
@@ -74,7 +75,7 @@ import Testing
             + tlv("9F27", "80") + tlv("9F10", "06010A03A00000") + tlv("9F6C", "8000")
         let options = try ProcessingOptions(responseData: tlv("77", body))
         #expect(options.format == .format2)
-        #expect(options.applicationInterchangeProfile == hex("2000"))
+        #expect(options.applicationInterchangeProfile == bytes("2000"))
         #expect(options.applicationFileLocator.entries.count == 1)
         #expect(options.dataObjects.map(\.tag) == [0x9F36, 0x9F26, 0x9F27, 0x9F10, 0x9F6C])
     }
@@ -96,7 +97,7 @@ import Testing
         ("0000", "response is empty (2 bytes of padding)"),
     ])
     func rejectsMalformedProcessingOptions(hexText: String, reason: String) {
-        let error = #expect(throws: PaymentError.self) { try ProcessingOptions(responseData: hex(hexText)) }
+        let error = #expect(throws: PaymentError.self) { try ProcessingOptions(responseData: bytes(hexText)) }
         #expect(error?.code == .cardReadFailed)
         #expect(error?.step == "GET PROCESSING OPTIONS")
         #expect(error?.reason == reason)
@@ -106,12 +107,12 @@ import Testing
 
     @Test func parsesGenerateACFormat1And2() throws {
         let format1 = try GenerateACResponse(
-            responseData: hex("8011" + "80" + "002A" + "1122334455667788" + "06010A03A000")
+            responseData: bytes("8011" + "80" + "002A" + "1122334455667788" + "06010A03A000")
         )
         #expect(format1.cryptogramType == .arqc)
-        #expect(format1.applicationTransactionCounter == hex("002A"))
-        #expect(format1.applicationCryptogram == hex("1122334455667788"))
-        #expect(format1.issuerApplicationData == hex("06010A03A000"))
+        #expect(format1.applicationTransactionCounter == bytes("002A"))
+        #expect(format1.applicationCryptogram == bytes("1122334455667788"))
+        #expect(format1.issuerApplicationData == bytes("06010A03A000"))
 
         let format2 = try GenerateACResponse(
             responseData: tlv("77", tlv("9F27", "00") + tlv("9F36", "0003") + tlv("9F26", "8877665544332211"))
@@ -129,7 +130,7 @@ import Testing
         ("7708 9F270180 9F360200", "TLV length at offset 8 exceeds data (needs 2, has 1)"),
     ])
     func rejectsMalformedGenerateAC(hexText: String, reason: String) {
-        let error = #expect(throws: PaymentError.self) { try GenerateACResponse(responseData: hex(hexText)) }
+        let error = #expect(throws: PaymentError.self) { try GenerateACResponse(responseData: bytes(hexText)) }
         #expect(error?.step == "GENERATE AC")
         #expect(error?.reason == reason)
     }
@@ -138,7 +139,7 @@ import Testing
 
     @Test func parsesCVMList() throws {
         let list = try CVMList(
-            bytes: hex("000003E8" + "00002710" + "4203" + "1E03" + "1F00"),
+            bytes: bytes("000003E8" + "00002710" + "4203" + "1E03" + "1F00"),
             step: "READ RECORD SFI 2 record 2"
         )
         #expect(list.amountX == 1000)
@@ -148,7 +149,7 @@ import Testing
         #expect(list.rules[2].appliesNextRuleIfUnsuccessful == false)
 
         let error = #expect(throws: PaymentError.self) {
-            try CVMList(bytes: hex("00000000000000004203 1E"), step: "READ RECORD SFI 2 record 2")
+            try CVMList(bytes: bytes("00000000000000004203 1E"), step: "READ RECORD SFI 2 record 2")
         }
         #expect(error?.step == "READ RECORD SFI 2 record 2")
     }
@@ -163,14 +164,14 @@ import Testing
     }
 
     @Test func brandsFromAID() {
-        #expect(PaymentBrand(applicationIdentifier: hex("A0000000031010")) == .visa)
-        #expect(PaymentBrand(applicationIdentifier: hex("A0000000041010")) == .mastercard)
-        #expect(PaymentBrand(applicationIdentifier: hex("A0000000043060")) == .maestro)
-        #expect(PaymentBrand(applicationIdentifier: hex("A000000025010801")) == .americanExpress)
-        #expect(PaymentBrand(applicationIdentifier: hex("A0000001523010")) == .discover)
-        #expect(PaymentBrand(applicationIdentifier: hex("A0000000651010")) == .jcb)
-        #expect(PaymentBrand(applicationIdentifier: hex("A000000333010101")) == .unionPay)
-        #expect(PaymentBrand(applicationIdentifier: hex("A0000009999999")) == .unknown)
+        #expect(PaymentBrand(applicationIdentifier: bytes("A0000000031010")) == .visa)
+        #expect(PaymentBrand(applicationIdentifier: bytes("A0000000041010")) == .mastercard)
+        #expect(PaymentBrand(applicationIdentifier: bytes("A0000000043060")) == .maestro)
+        #expect(PaymentBrand(applicationIdentifier: bytes("A000000025010801")) == .americanExpress)
+        #expect(PaymentBrand(applicationIdentifier: bytes("A0000001523010")) == .discover)
+        #expect(PaymentBrand(applicationIdentifier: bytes("A0000000651010")) == .jcb)
+        #expect(PaymentBrand(applicationIdentifier: bytes("A000000333010101")) == .unionPay)
+        #expect(PaymentBrand(applicationIdentifier: bytes("A0000009999999")) == .unknown)
     }
 
     @Test func systemUnpredictableNumbersDiffer() {
@@ -184,6 +185,6 @@ import Testing
     @Test func capabilityDeclaresItsAIDs() {
         let capability = EMVPaymentCapability()
         #expect(capability.identifier == "payment.emv")
-        #expect(capability.requirements.applicationIdentifiers == [hex("A000000003"), hex("A000000004")])
+        #expect(capability.requirements.applicationIdentifiers == [bytes("A000000003"), bytes("A000000004")])
     }
 }

@@ -2,19 +2,13 @@ import Foundation
 @testable import PaymentCapability
 import ProximaCardEmulator
 import ProximaCore
+import ProximaTestSupport
 import Synchronization
 import Testing
 
-/// The package's `Config/cards` folder, found from this file's path.
-let cardsDirectory: String = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent()  // PaymentCapabilityTests
-    .deletingLastPathComponent()  // Tests
-    .deletingLastPathComponent()  // package root
-    .appendingPathComponent("Config/cards").path
-
 /// Loads an EMV card profile from `Config/cards`.
 func loadEMVCard(_ file: String) throws -> EMVCard {
-    let card = try CardProfiles.load(contentsOf: cardsDirectory + "/" + file)
+    let card = try CardProfiles.load(contentsOf: PackageFiles.cardsDirectory + "/" + file)
     return try #require(card as? EMVCard, "\(file) is no EMV card profile")
 }
 
@@ -89,22 +83,17 @@ func capability(_ recorder: Recorder, settings: TerminalSettings = TerminalSetti
     }
 }
 
-func hex(_ text: String) -> [UInt8] {
-    guard let bytes = [UInt8](hex: text) else { preconditionFailure("bad hex in test: \(text)") }
-    return bytes
-}
-
-let visaAID = hex("A0000000031010")
-let mastercardAID = hex("A0000000041010")
-let maestroAID = hex("A0000000043060")
+let visaAID = bytes("A0000000031010")
+let mastercardAID = bytes("A0000000041010")
+let maestroAID = bytes("A0000000043060")
 
 /// BER-TLV with a one- or two-byte definite length, built independently of `TLV`.
 func tlv(_ tag: String, _ value: [UInt8]) -> [UInt8] {
     let length: [UInt8] = value.count < 0x80 ? [UInt8(value.count)] : [0x81, UInt8(value.count)]
-    return hex(tag) + length + value
+    return bytes(tag) + length + value
 }
 
-func tlv(_ tag: String, _ valueHex: String) -> [UInt8] { tlv(tag, hex(valueHex)) }
+func tlv(_ tag: String, _ valueHex: String) -> [UInt8] { tlv(tag, bytes(valueHex)) }
 
 /// SELECT PPSE as the capability sends it.
 let selectPPSE = "00A404000E325041592E5359532E444446303100"

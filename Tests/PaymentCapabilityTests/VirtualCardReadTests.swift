@@ -2,6 +2,7 @@
 import EMVCommon
 import ProximaCardEmulator
 import ProximaCore
+import ProximaTestSupport
 import Testing
 
 /// End-to-end reads of every virtual payment card profile in `Config/cards` through a hosted channel.
@@ -89,11 +90,11 @@ import Testing
         #expect(data[0x9F26]?.count == 8)
         #expect(data[0x9F27] == [expected.cid])
         #expect(data[0x9F36] == expected.atc)
-        #expect(data[0x9F02] == hex("000000002999"))
-        #expect(data[0x9F03] == hex("000000000000"))
-        #expect(data[0x5F2A] == hex("0840"))
-        #expect(data[0x9F1A] == hex("0840"))
-        #expect(data[0x9A] == hex("260314"))
+        #expect(data[0x9F02] == bytes("000000002999"))
+        #expect(data[0x9F03] == bytes("000000000000"))
+        #expect(data[0x5F2A] == bytes("0840"))
+        #expect(data[0x9F1A] == bytes("0840"))
+        #expect(data[0x9A] == bytes("260314"))
         #expect(data[0x9C] == [0x00])
         #expect(data[0x84] == expected.aid)
         #expect(data[0x82]?.count == 2)
@@ -142,10 +143,10 @@ import Testing
         )
         #expect(outcome.cardData.offlineAuthenticationRecordCount == 1)
         #expect(outcome.cardData.offlineAuthenticationData.isEmpty == false)
-        #expect(outcome.cardData[0x9F66] == hex("26804000"))
-        #expect(outcome.cardData[0x9F6E] == hex("20700000"))
-        #expect(outcome.cardData[0x9F6C] == hex("0000"))
-        #expect(outcome.cardData[0x9F34] == hex("1F0002"))
+        #expect(outcome.cardData[0x9F66] == bytes("26804000"))
+        #expect(outcome.cardData[0x9F6E] == bytes("20700000"))
+        #expect(outcome.cardData[0x9F6C] == bytes("0000"))
+        #expect(outcome.cardData[0x9F34] == bytes("1F0002"))
     }
 
     @Test func mChipAsksForAnARQCWithCDOL1() async throws {
@@ -163,7 +164,7 @@ import Testing
             + "0000" + "0000000000000000" + "3F0000" + "092653" + String(repeating: "00", count: 20)
         #expect(commands[6] == "80AE800042" + cdol + "00")
         #expect(commands.count == 7)
-        #expect(outcome.cardData[0x95] == hex("8000000000"))
+        #expect(outcome.cardData[0x95] == bytes("8000000000"))
         #expect(outcome.cardData[0x9F66] == nil)
         #expect(outcome.cardData.offlineAuthenticationRecordCount == 1)
     }
@@ -226,7 +227,7 @@ import Testing
                 context: tapContext
             )
         #expect(outcome.cvm == .onlinePIN)
-        #expect(outcome.cardData[0x9F34] == hex("420300"))
+        #expect(outcome.cardData[0x9F34] == bytes("420300"))
         #expect(recorder.events.last == .pinEntryRequested)
 
         let below = try await capability(Recorder(), settings: settings)
@@ -236,7 +237,7 @@ import Testing
                 context: tapContext
             )
         #expect(below.cvm == .noCVM)
-        #expect(below.cardData[0x9F34] == hex("3F0000"))
+        #expect(below.cardData[0x9F34] == bytes("3F0000"))
     }
 
     @Test func qVSDCCVMRequiredByAmountSetsTheTTQ() async throws {
@@ -247,7 +248,7 @@ import Testing
             on: channel,
             context: tapContext
         )
-        #expect(outcome.cardData[0x9F66] == hex("26C04000"))
+        #expect(outcome.cardData[0x9F66] == bytes("26C04000"))
         // CTQ 0000 names no CVM the reader supports although one is required.
         #expect(outcome.cvm == .failed)
     }

@@ -1,17 +1,11 @@
 import Foundation
 import ProximaCardEmulator
 import ProximaCore
+import ProximaTestSupport
 import Testing
 
-/// The package's `Config/cards` folder, found from this file's path.
-let cardsDirectory: String = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent()  // ProximaCardEmulatorTests
-    .deletingLastPathComponent()  // Tests
-    .deletingLastPathComponent()  // package root
-    .appendingPathComponent("Config/cards").path
-
 func cardFiles() -> [String] {
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: cardsDirectory)) ?? []
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: PackageFiles.cardsDirectory)) ?? []
     return names.filter { $0.hasSuffix(".json") }.sorted()
 }
 
@@ -43,23 +37,23 @@ let maestroAID: [UInt8] = [0xA0, 0x00, 0x00, 0x00, 0x04, 0x30, 0x60]
             "identity-visa-like.json", "identity-mastercard-like.json", "identity-multi-aid.json",
             "identity-no-ppse.json",
         ] {
-            #expect(files.contains(expected), "missing \(expected) in \(cardsDirectory)")
+            #expect(files.contains(expected), "missing \(expected) in \(PackageFiles.cardsDirectory)")
         }
     }
 
     @Test(arguments: cardFiles())
     func everyCardFileLoads(file: String) throws {
-        let card = try CardProfiles.load(contentsOf: cardsDirectory + "/" + file)
+        let card = try CardProfiles.load(contentsOf: PackageFiles.cardsDirectory + "/" + file)
         #expect(card.name.lowercased().contains("test"))
         #expect(!card.uid.isEmpty)
         // Test cards carry no PAN: no track-2 equivalent (57) or PAN (5A) tag in any answer.
-        let text = try String(contentsOfFile: cardsDirectory + "/" + file, encoding: .utf8)
+        let text = try String(contentsOfFile: PackageFiles.cardsDirectory + "/" + file, encoding: .utf8)
         #expect(!text.contains("5A08"))
         #expect(!text.contains("5713"))
     }
 
     func load(_ name: String) throws -> any VirtualCard {
-        try CardProfiles.load(contentsOf: cardsDirectory + "/" + name)
+        try CardProfiles.load(contentsOf: PackageFiles.cardsDirectory + "/" + name)
     }
 
     @Test func visaLikeCardAnswersPPSE() throws {

@@ -1,4 +1,5 @@
 import ProximaCore
+import ProximaTestSupport
 import Testing
 
 /// Decodes and returns the error's reason, recording an issue when decoding succeeds or the code is not

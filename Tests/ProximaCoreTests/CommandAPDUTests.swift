@@ -1,4 +1,5 @@
 import ProximaCore
+import ProximaTestSupport
 import Testing
 
 /// One encoding vector: the APDU's parts and the bytes ISO/IEC 7816-4 §5.1 gives for them.

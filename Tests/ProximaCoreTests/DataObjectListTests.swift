@@ -1,4 +1,5 @@
 import ProximaCore
+import ProximaTestSupport
 import Testing
 
 @Suite("Data object lists (EMV Book 3 §5.4)")

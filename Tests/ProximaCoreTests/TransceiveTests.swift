@@ -1,4 +1,5 @@
 import ProximaCore
+import ProximaTestSupport
 import Testing
 
 private func response(_ data: [UInt8], _ status: UInt16) -> ResponseAPDU {

@@ -1,5 +1,6 @@
 import ProximaCore
 import ProximaCrypto
+import ProximaTestSupport
 import Testing
 
 /// A GCM known answer: key, IV, plaintext, AAD, ciphertext, tag (hex).

@@ -1,9 +1,10 @@
 import ProximaCore
 @_spi(KnownAnswerTests) import ProximaCrypto
+import ProximaTestSupport
 import Testing
 
-/// RFC 9180 Appendix A.3.1 (DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-128-GCM, base mode), read from
-/// `shared/vectors/hpke_p256.json` next to the package.
+/// RFC 9180 Appendix A.3.1 (DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-128-GCM, base mode), read from this
+/// target's `Vectors/hpke_p256.json` (source and licence in `Vectors/README.md`).
 struct HPKEVector: Sendable {
     struct Encryption: Sendable, CustomTestStringConvertible {
         let sequenceNumber: UInt64
@@ -30,7 +31,7 @@ struct HPKEVector: Sendable {
     static let rfc9180A31: HPKEVector? = try? load()
 
     static func load() throws -> HPKEVector {
-        let file = try TestFiles.vectors("hpke_p256.json")
+        let file = try Vectors.json("hpke_p256.json")
         guard case .array(let vectors)? = file["vectors"],
             let v = vectors.first(where: { $0["kem_id"] == .integer(16) && $0["aead_id"] == .integer(1) })
         else { throw ProximaError(.malformedData, "hpke_p256.json has no P-256 / AES-128-GCM vector") }
@@ -81,7 +82,7 @@ struct HPKEVector: Sendable {
 
 @Suite struct HPKEKnownAnswerTests {
     private func vector() throws -> HPKEVector {
-        try #require(HPKEVector.rfc9180A31, "cannot load shared/vectors/hpke_p256.json")
+        try #require(HPKEVector.rfc9180A31, "cannot load Vectors/hpke_p256.json")
     }
 
     @Test func fileLoads() throws {

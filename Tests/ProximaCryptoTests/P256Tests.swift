@@ -1,5 +1,6 @@
 import ProximaCore
 import ProximaCrypto
+import ProximaTestSupport
 import Testing
 
 /// NIST CAVS ECC CDH primitive test vectors (KAS_ECC_CDH_PrimitiveTest.txt), P-256, COUNT = 0.
@@ -87,11 +88,11 @@ private enum Curve {
     /// The sandbox processor's test key pair in `Config/keys` loads and is a pair.
     @Test func configTestKeysArePaired() throws {
         let privatePEM = String(
-            decoding: try TestFiles.contents(ofPackageFile: "Config/keys/psp-test-private.pem"),
+            decoding: try PackageFiles.contents(of: "Config/keys/psp-test-private.pem"),
             as: UTF8.self
         )
         let publicPEM = String(
-            decoding: try TestFiles.contents(ofPackageFile: "Config/keys/psp-test-public.pem"),
+            decoding: try PackageFiles.contents(of: "Config/keys/psp-test-public.pem"),
             as: UTF8.self
         )
         let privateKey = try P256.PrivateKey(pemRepresentation: privatePEM)

@@ -3,42 +3,16 @@ import ProximaCore
 import ProximaTestSupport
 import Testing
 
-/// Bytes from hex written in a test (spaces allowed); records an issue for a typo instead of trapping.
-func bytes(_ hex: String, sourceLocation: SourceLocation = #_sourceLocation) -> [UInt8] {
-    guard let value = [UInt8](hex: hex) else {
-        Issue.record("test vector \"\(hex)\" is not valid hex", sourceLocation: sourceLocation)
-        return []
-    }
-    return value
-}
-
-/// Lower-case hex, as Python prints it.
-func hex(_ bytes: [UInt8]) -> String { bytes.hexString.lowercased() }
-
-/// Files the tests read by path: the package root is the directory holding `Package.swift` above this file.
-enum TestFiles {
-    static let packageRoot: URL? = {
-        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        while directory.path != "/" {
-            if FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
-                return directory
-            }
-            directory.deleteLastPathComponent()
-        }
-        return nil
-    }()
-
-    /// A file below the package root, such as `Config/keys/psp-test-public.pem`.
-    static func contents(ofPackageFile path: String) throws -> [UInt8] {
-        let root = try #require(packageRoot, "no Package.swift above \(#filePath)")
-        let url = root.appendingPathComponent(path)
-        let data = try #require(FileManager.default.contents(atPath: url.path), "cannot read \(url.path)")
-        return Array(data)
-    }
-
-    /// A shared vector file from `<package root>/../shared/vectors/`.
-    static func vectors(_ name: String) throws -> JSONValue {
-        try JSONValue.parse(try contents(ofPackageFile: "../shared/vectors/\(name)"))
+/// The known-answer vector files of this target's `Vectors/` resource folder (sources and licences in its
+/// README.md).
+enum Vectors {
+    /// The JSON file `name` from `Vectors/`.
+    static func json(_ name: String) throws -> JSONValue {
+        let url = try #require(
+            Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Vectors"),
+            "no Vectors/\(name) in the test bundle"
+        )
+        return try JSONValue.parse(Array(try Data(contentsOf: url)))
     }
 }
 

@@ -2,20 +2,14 @@ import Foundation
 import Proxima
 import ProximaCore
 import ProximaKernel
+import ProximaTestSupport
 import Testing
 
 /// Validates JSON documents against `Config/schema/manifest.schema.json` with Python's `jsonschema`
 /// (Draft 2020-12), the validator editors and CI tools use, so the schema and the Swift loader are checked
 /// against each other.
 enum JSONSchemaCheck {
-    /// The package root, three levels above this file (`Tests/ProximaKernelTests/…`).
-    static let packageRoot: String = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        return url.path
-    }()
-
-    static let configDirectory = packageRoot + "/Config"
+    static let configDirectory = PackageFiles.configDirectory
     static let schemaPath = configDirectory + "/schema/manifest.schema.json"
 
     /// Every manifest directly under `Config/`, sorted by name.
@@ -25,7 +19,7 @@ enum JSONSchemaCheck {
     }()
 
     /// Whether `python3` with `jsonschema` can run here.
-    static let isAvailable: Bool = (try? runPython(["-c", "import jsonschema"]).status) == 0
+    static let isAvailable: Bool = (try? Python.run("import jsonschema")) != nil
 
     /// Checks the schema itself, then returns each document's schema errors (`instance path: message`).
     static func errors(in documents: [String]) throws -> [[String]] {
@@ -52,29 +46,13 @@ enum JSONSchemaCheck {
                 results.append(sorted("/" + "/".join(map(str, e.absolute_path)) + ": " + e.message for e in errors))
             json.dump(results, sys.stdout)
             """
-        let (status, output) = try runPython(["-c", script, requestFile])
-        guard status == 0 else { throw ProximaError(.pluginFailed, "python3 exited with \(status)") }
-        guard case .array(let results) = try JSONValue.parse(output) else {
+        guard case .array(let results) = try Python.runJSON(script, arguments: [requestFile]) else {
             throw ProximaError(.malformedData, "python3 did not print an array")
         }
         return results.map { result in
             guard case .array(let messages) = result else { return ["(unreadable result)"] }
             return messages.map { if case .string(let s) = $0 { s } else { $0.jsonText } }
         }
-    }
-
-    /// Runs `python3` with `arguments`; stderr goes to the test's own.
-    static func runPython(_ arguments: [String]) throws -> (status: Int32, output: [UInt8]) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, [UInt8](output))
     }
 }
 

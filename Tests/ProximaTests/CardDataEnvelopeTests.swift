@@ -11,7 +11,7 @@ import Testing
 @Suite struct CardDataEnvelopeTests {
     /// The fenced block after `<!-- example:NAME -->` in the document, whitespace removed unless `keepText`.
     static func example(_ name: String, keepText: Bool = false) throws -> String {
-        let document = try String(contentsOfFile: Package.root + "/Docs/card-data-envelope.md", encoding: .utf8)
+        let document = try String(contentsOfFile: PackageFiles.path("Docs/card-data-envelope.md"), encoding: .utf8)
         let marker = try #require(document.range(of: "<!-- example:\(name) -->"), "no example \(name) in the doc")
         let rest = document[marker.upperBound...]
         let open = try #require(rest.range(of: "```\n"))
@@ -197,7 +197,7 @@ import Testing
             let session = try await PaymentHarness.preparedSession(reader)
             let result = try await session.readPaymentCard(PaymentHarness.purchase("12.34", "EUR"))
             let paymentCardData = try #require(result.paymentCardData)
-            let document = try String(contentsOfFile: Package.root + "/Docs/card-data-envelope.md", encoding: .utf8)
+            let document = try String(contentsOfFile: PackageFiles.path("Docs/card-data-envelope.md"), encoding: .utf8)
             // The opener of the document's section 7, run as written.
             let start = try #require(document.range(of: "```python\n"))
             let end = try #require(document[start.upperBound...].range(of: "```"))

@@ -3,6 +3,7 @@ import Foundation
 import Proxima
 import ProximaCore
 import ProximaKernel
+import ProximaTestSupport
 import Testing
 
 /// End-to-end reads through the public API: kernel, simulator transport, virtual cards of `Config/cards`, EMV
@@ -360,7 +361,10 @@ import Testing
         let first = Task { await thrownError { try await holding.readPaymentCard(PaymentHarness.purchase()) } }
         for await event in holder.events where event == .readyForTap { break }
         let second = Task { await thrownError { try await waiting.readPaymentCard(PaymentHarness.purchase()) } }
-        while await kernel.snapshot().waiting.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        // The pool announces no queued request: check its snapshot until the second read waits in it.
+        try await waitUntil("the second read waiting for the lane's reader") {
+            await !kernel.snapshot().waiting.isEmpty
+        }
         runner.cancel()
         await runner.value
         let error = await second.value

@@ -8,20 +8,9 @@ import ProximaKernel
 import ProximaTestSupport
 import Testing
 
-/// Paths of the package the tests read: the root is the directory holding `Package.swift` above this file.
+/// Files of the package the payment API tests read (found by ``PackageFiles``).
 enum Package {
-    static let root: String = {
-        var url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        while url.path != "/" {
-            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
-                return url.path
-            }
-            url.deleteLastPathComponent()
-        }
-        return FileManager.default.currentDirectoryPath
-    }()
-
-    static let configDirectory = root + "/Config"
+    static let configDirectory = PackageFiles.configDirectory
     static let publicKeyFile = configDirectory + "/keys/psp-test-public.pem"
     static let privateKeyFile = configDirectory + "/keys/psp-test-private.pem"
 

@@ -5,6 +5,7 @@ import IdentityCapability
 import Proxima
 import ProximaCore
 import ProximaKernel
+import ProximaTestSupport
 import Synchronization
 import Testing
 
@@ -19,7 +20,11 @@ import Testing
               "lanes": \(lanes)
             }
             """
-        return try Manifest.parse(Array(text.utf8), baseDirectory: configDirectory, registry: BuiltinPlugins.registry)
+        return try Manifest.parse(
+            Array(text.utf8),
+            baseDirectory: PackageFiles.configDirectory,
+            registry: BuiltinPlugins.registry
+        )
     }
 
     static func reader(_ id: String, faults: String = "{}", card: String = "cards/identity-visa-like.json") -> String {

@@ -1,17 +1,18 @@
 import Foundation
 import ProximaCardEmulator
 import ProximaCore
+import ProximaTestSupport
 import SimulatorTransport
 import Testing
 
 @Suite struct SimulatorConfigurationTests {
     let path = "plugins[0].config"
 
-    func parse(_ text: String, baseDirectory: String = configDirectory) throws -> SimulatorConfiguration {
+    func parse(_ text: String, baseDirectory: String = PackageFiles.configDirectory) throws -> SimulatorConfiguration {
         try SimulatorConfiguration(json: JSONValue.parse(text), path: path, baseDirectory: baseDirectory)
     }
 
-    func parseError(_ text: String, baseDirectory: String = configDirectory) throws -> ProximaError {
+    func parseError(_ text: String, baseDirectory: String = PackageFiles.configDirectory) throws -> ProximaError {
         do {
             _ = try parse(text, baseDirectory: baseDirectory)
         } catch let error as ProximaError {
@@ -47,7 +48,7 @@ import Testing
             { "bitRateKbps": 848, "airTime": false, "cardProcessingMs": 2.5,
               "readers": [
                 { "id": "a", "name": "Reader A", "extendedLength": false, "repeat": false,
-                  "cards": ["cards/identity-visa-like.json", "\(configDirectory)/cards/identity-no-ppse.json"],
+                  "cards": ["cards/identity-visa-like.json", "\(PackageFiles.configDirectory)/cards/identity-no-ppse.json"],
                   "arrival": { "pattern": "poisson", "intervalMs": 250, "seed": -7 },
                   "faults": { "removeAfterExchanges": 3, "muteAfterExchanges": 4, "muteTimeoutMs": 20,
                               "corruptResponseAt": 2, "vanishAfterExchanges": 0, "reappearAfterMs": 0 } },

@@ -4,13 +4,6 @@ import ProximaCore
 import SimulatorTransport
 import Testing
 
-/// The package's `Config` folder, found from this file's path.
-let configDirectory: String = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent()  // SimulatorTests
-    .deletingLastPathComponent()  // Tests
-    .deletingLastPathComponent()  // package root
-    .appendingPathComponent("Config").path
-
 let selectPPSE: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x0E] + Array("2PAY.SYS.DDF01".utf8) + [0x00]
 
 func selectPPSECommand() throws -> CommandAPDU {
