@@ -226,6 +226,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .testTarget(name: "ProximaSystemTests", dependencies: ["ProximaSystem"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["proxima", "ProximaTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "SystemLibraryTests",
