@@ -233,6 +233,46 @@ struct PCSCLiveTests {
         }
     }
 
+    @Test("transmits of a task that prefers the channel's executor run on the reader's queue without hopping onto it")
+    func transmitsOnTheReadersExecutor() async throws {
+        let transport = makeTransport()
+        let reader = transport.readerID(forReaderNamed: first.name)
+        try await withRunning(transport) { log in
+            var next = try await log.expect(
+                .appeared(ReaderInfo(id: reader, name: first.name, transport: "pcsc", supportsExtendedLength: true))
+            )
+            let card = try VirtualICC(port: first.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
+            next = try await log.expect(.cardPresent(reader), after: next)
+            let channel = try await transport.openChannel(to: reader, options: ConnectOptions())
+            let executor = try #require(channel.preferredTaskExecutor)
+            let select = try CommandAPDU(bytes: LivePCSC.selectVisa)
+
+            // From the cooperative pool, each transmit is a hop onto the reader's queue.
+            let start = channel.executorStatistics.snapshot()
+            for _ in 0..<5 { #expect(try await channel.transmit(select).bytes == LivePCSC.selectAnswer) }
+            let fromPool = channel.executorStatistics.snapshot() - start
+            #expect(fromPool.blockingCallsFromElsewhere == 5)
+            #expect(fromPool.blockingCallsFromQueue == 0)
+
+            // Preferring the reader's executor, the task itself runs there: no transmit hops onto the queue.
+            let answers = try await withTaskExecutorPreference(executor) {
+                var answers: [[UInt8]] = []
+                for _ in 0..<5 { answers.append(try await channel.transmit(select).bytes) }
+                return answers
+            }
+            let onReader = channel.executorStatistics.snapshot() - start - fromPool
+            #expect(answers == Array(repeating: LivePCSC.selectAnswer, count: 5))
+            #expect(onReader.blockingCallsFromQueue == 5)
+            #expect(onReader.blockingCallsFromElsewhere == 0)
+            #expect(onReader.diverted == 0)
+            #expect(card.received.count == 11)
+
+            await channel.close()
+            await card.remove()
+            try await log.expect(.cardRemoved(reader), after: next)
+        }
+    }
+
     @Test("connect waits for the card, then connects")
     func connectWaitsForCard() async throws {
         let transport = makeTransport()
