@@ -260,6 +260,14 @@ try await withThrowingTaskGroup(of: Void.self) { group in
     // Warm up every reader (pcscd notices each card within 0.4 s), then record one read's APDUs.
     for lane in 0..<6 { try await kernelRead(lane: lane) }
     for _ in 0..<20 { try await kernelRead(lane: 0) }
+    // PROXIMA_PCSC_PROFILE=kernel: only `reads` kernel reads on reader 0, nothing else (for `perf record`).
+    if environment["PROXIMA_PCSC_PROFILE"] == "kernel" {
+        let begin = clock.now
+        for _ in 0..<reads { try await kernelRead(lane: 0) }
+        print("profile: \(reads) kernel reads, \(format(seconds(clock.now - begin) / Double(reads) * 1e6, 0)) µs/read")
+        group.cancelAll()
+        return
+    }
     hosts[0].clearRecordedCommands()
     try await kernelRead(lane: 0)
     let apdus = hosts[0].recordedCommands
