@@ -15,7 +15,8 @@
 //         SCardEndTransaction, SCardDisconnect, on one context established once;
 //      C  B plus a context per connection and SCardStatus (what the transport did before it kept one context per
 //         reader and took the ATR from its reader monitor; kept as a reference point);
-//      D  the PC/SC transport alone, without kernel and capability: openChannel, the payment APDUs, close.
+//      D  the PC/SC transport alone, without kernel and capability: openChannel, the payment APDUs (on the reader's
+//         executor, as the kernel runs a tap's body), close.
 //    Printed: wall-time ratio A/B (and A/C), microseconds A adds per APDU, and where they go (C−B, D−C, A−D).
 // 2. Throughput. Reads per second on one reader (one lane, taps back to back), then on six readers in parallel
 //    (six lanes, one tap loop each), `seconds` each; with the CPU time pcscd, the card hosts (threads named
@@ -38,6 +39,29 @@ let seconds = arguments.dropFirst().first.flatMap { Double($0) } ?? 3
 struct Failure: Error, CustomStringConvertible {
     var description: String
 }
+
+// MARK: Counting executor switches
+
+/// Jobs enqueued on Swift's global (cooperative) executor, counted by the runtime's `swift_task_enqueueGlobal_hook`:
+/// every resumption of a task on the pool (after a hop off it, or a continuation resumed from another thread).
+let poolEnqueues = Atomic<Int>(0)
+
+typealias EnqueueGlobal = @convention(c) (UnsafeMutableRawPointer?) -> Void
+typealias EnqueueGlobalHook = @convention(c) (UnsafeMutableRawPointer?, EnqueueGlobal?) -> Void
+
+/// Installs the counting hook; `false` when the runtime has no such hook.
+func countPoolEnqueues() -> Bool {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "swift_task_enqueueGlobal_hook") else {
+        return false
+    }
+    let hook: EnqueueGlobalHook = { job, original in
+        poolEnqueues.add(1, ordering: .relaxed)
+        original?(job)
+    }
+    symbol.assumingMemoryBound(to: EnqueueGlobalHook?.self).pointee = hook
+    return true
+}
+let countingPoolEnqueues = countPoolEnqueues()
 
 // MARK: Readers and cards
 
@@ -74,12 +98,23 @@ let transaction = EMVTransaction(
 )
 let payment = EMVPaymentCapability()
 
+/// The executor statistics of reader 0 as the kernel's PC/SC transport uses it, and as the direct transport does.
+let kernelReaderStatistics = Mutex<PCSCExecutorStatistics?>(nil)
+let directReaderStatistics = Mutex<PCSCExecutorStatistics?>(nil)
+
+func snapshot(_ statistics: borrowing Mutex<PCSCExecutorStatistics?>) -> PCSCExecutorStatistics.Snapshot {
+    statistics.withLock { $0?.snapshot() } ?? PCSCExecutorStatistics.Snapshot.zero
+}
+
 /// One payment read on `lane` through the kernel.
 func kernelRead(lane: Int) async throws {
     let outcome = try await kernel.tap(lane: LaneID("lane-\(lane)"), options: TapOptions(timeout: .seconds(10))) {
         channel,
         context in
-        try await payment.run(transaction, on: channel, context: context)
+        if lane == 0, let channel = channel as? PCSCCardChannel {
+            kernelReaderStatistics.withLock { $0 = channel.executorStatistics }
+        }
+        return try await payment.run(transaction, on: channel, context: context)
     }
     guard outcome.status == .onlineRequest else { throw Failure(description: "outcome \(outcome.status)") }
 }
@@ -225,6 +260,14 @@ try await withThrowingTaskGroup(of: Void.self) { group in
     // Warm up every reader (pcscd notices each card within 0.4 s), then record one read's APDUs.
     for lane in 0..<6 { try await kernelRead(lane: lane) }
     for _ in 0..<20 { try await kernelRead(lane: 0) }
+    // PROXIMA_PCSC_PROFILE=kernel: only `reads` kernel reads on reader 0, nothing else (for `perf record`).
+    if environment["PROXIMA_PCSC_PROFILE"] == "kernel" {
+        let begin = clock.now
+        for _ in 0..<reads { try await kernelRead(lane: 0) }
+        print("profile: \(reads) kernel reads, \(format(seconds(clock.now - begin) / Double(reads) * 1e6, 0)) µs/read")
+        group.cancelAll()
+        return
+    }
     hosts[0].clearRecordedCommands()
     try await kernelRead(lane: 0)
     let apdus = hosts[0].recordedCommands
@@ -240,8 +283,14 @@ try await withThrowingTaskGroup(of: Void.self) { group in
     let paymentAPDUs = try apdus.dropFirst().map { try CommandAPDU(bytes: $0) }
     func transportRead() async throws {
         let channel = try await direct.openChannel(to: directReader, options: ConnectOptions())
-        for command in paymentAPDUs {
-            guard try await channel.transmit(command).status == .success else { throw Failure(description: "APDU") }
+        directReaderStatistics.withLock { $0 = channel.executorStatistics }
+        // As the kernel runs a tap's body: on the reader's executor.
+        try await withTaskExecutorPreference(channel.preferredTaskExecutor) {
+            for command in paymentAPDUs {
+                guard try await channel.transmit(command).status == .success else {
+                    throw Failure(description: "APDU")
+                }
+            }
         }
         await channel.close()
     }
@@ -254,10 +303,14 @@ try await withThrowingTaskGroup(of: Void.self) { group in
 
     // 1. Overhead, interleaved: A B C D, then D C B A, …
     var times = [Duration](repeating: .zero, count: 4)
-    var kernelSamples: [Duration] = []
-    var rawSamples: [Duration] = []
+    var enqueues = [Int](repeating: 0, count: 4)
+    var kernelExecutor = PCSCExecutorStatistics.Snapshot.zero
+    var directExecutor = PCSCExecutorStatistics.Snapshot.zero
+    var samples = [[Duration]](repeating: [], count: 4)
     for iteration in 0..<reads {
         for step in (iteration.isMultiple(of: 2) ? [0, 1, 2, 3] : [3, 2, 1, 0]) {
+            let enqueuesBefore = poolEnqueues.load(ordering: .relaxed)
+            let (kernelBefore, directBefore) = (snapshot(kernelReaderStatistics), snapshot(directReaderStatistics))
             let begin = clock.now
             switch step {
             case 0: try await kernelRead(lane: 0)
@@ -266,9 +319,11 @@ try await withThrowingTaskGroup(of: Void.self) { group in
             default: try await transportRead()
             }
             let took = clock.now - begin
+            enqueues[step] += poolEnqueues.load(ordering: .relaxed) - enqueuesBefore
+            if step == 0 { kernelExecutor = kernelExecutor + (snapshot(kernelReaderStatistics) - kernelBefore) }
+            if step == 3 { directExecutor = directExecutor + (snapshot(directReaderStatistics) - directBefore) }
             times[step] += took
-            if step == 0 { kernelSamples.append(took) }
-            if step == 1 { rawSamples.append(took) }
+            samples[step].append(took)
         }
     }
     let (kernelTime, rawTime, rawLikeTransportTime, transportTime) = (times[0], times[1], times[2], times[3])
@@ -277,18 +332,29 @@ try await withThrowingTaskGroup(of: Void.self) { group in
     let perReadRaw = seconds(rawTime) / Double(reads) * 1e6
     let perReadRawLike = seconds(rawLikeTransportTime) / Double(reads) * 1e6
     let perReadTransport = seconds(transportTime) / Double(reads) * 1e6
-    let median = { (samples: [Duration]) in seconds(samples.sorted()[samples.count / 2]) * 1e6 }
+    let median = { (step: Int) in seconds(samples[step].sorted()[samples[step].count / 2]) * 1e6 }
     print("== Payment read through pcscd + vpcd + card host: kernel vs a minimal libpcsclite client (interleaved)")
     print("APDUs per read: \(apdus.count) (GET DATA UID + \(apdus.count - 1) payment APDUs), \(reads) reads each")
     print(
-        "  A kernel tap + EMV capability:          \(format(perReadKernel, 0)) µs/read (median \(format(median(kernelSamples), 0)))"
+        "  A kernel tap + EMV capability:          \(format(perReadKernel, 0)) µs/read (median \(format(median(0), 0)))"
     )
     print(
-        "  B libpcsclite, one context:             \(format(perReadRaw, 0)) µs/read (median \(format(median(rawSamples), 0)))"
+        "  B libpcsclite, one context:             \(format(perReadRaw, 0)) µs/read (median \(format(median(1), 0)))"
     )
-    print("  C libpcsclite, context + SCardStatus:   \(format(perReadRawLike, 0)) µs/read")
-    print("  D PC/SC transport alone (no kernel):    \(format(perReadTransport, 0)) µs/read")
+    print(
+        "  C libpcsclite, context + SCardStatus:   \(format(perReadRawLike, 0)) µs/read (median \(format(median(2), 0)))"
+    )
+    print(
+        "  D PC/SC transport alone (no kernel):    \(format(perReadTransport, 0)) µs/read (median \(format(median(3), 0)))"
+    )
     print("  wall-time ratio A/B: \(format(perReadKernel / perReadRaw, 3))   (goal ≤ 1.05)")
+    // On a loaded machine a few reads that lost the CPU move the means; the medians show the steady cost.
+    print(
+        "  of the medians: ratio A/B \(format(median(0) / median(1), 3)),"
+            + " added per APDU \(format((median(0) - median(1)) / Double(apdus.count), 1)) µs"
+            + " (D−B \(format((median(3) - median(1)) / Double(apdus.count), 1)),"
+            + " A−D \(format((median(0) - median(3)) / Double(apdus.count), 1)))"
+    )
     print("  wall-time ratio A/C: \(format(perReadKernel / perReadRawLike, 3))")
     print(
         "  added per APDU (A−B)/APDUs: \(format((perReadKernel - perReadRaw) / Double(apdus.count), 1)) µs   (goal ≤ 50)"
@@ -302,6 +368,23 @@ try await withThrowingTaskGroup(of: Void.self) { group in
     print(
         "    kernel tap and capability (A−D) \(format((perReadKernel - perReadTransport) / Double(apdus.count), 1)) µs"
     )
+    if countingPoolEnqueues {
+        let perRead = { (step: Int) in format(Double(enqueues[step]) / Double(reads), 1) }
+        print(
+            "  jobs enqueued on Swift's global pool per read: A \(perRead(0)), D \(perRead(3))"
+                + " (B, C: \(perRead(1)), \(perRead(2)))"
+        )
+    }
+    for (label, counts) in [("A", kernelExecutor), ("D", directExecutor)] {
+        let perRead = { (count: Int) in format(Double(count) / Double(reads), 1) }
+        print(
+            "  \(label) on reader 0's executor per read: \(perRead(counts.hopsOntoQueue)) hops onto it"
+                + " (actor jobs \(perRead(counts.actorJobsFromElsewhere)), task jobs \(perRead(counts.taskJobsFromElsewhere)),"
+                + " blocking calls \(perRead(counts.blockingCallsFromElsewhere))); enqueued from the queue itself:"
+                + " task jobs \(perRead(counts.taskJobsFromQueue)), blocking calls \(perRead(counts.blockingCallsFromQueue)),"
+                + " actor jobs \(perRead(counts.actorJobsFromQueue)); diverted to the pool \(perRead(counts.diverted))"
+        )
+    }
     // Its reader monitor would wake up on every connection to reader 0 of the throughput runs.
     running.cancel()
     _ = await running.result

@@ -67,11 +67,20 @@ public protocol CardChannel: AnyObject, Sendable {
     var maximumCommandLength: Int { get }
     /// Whether extended-length APDUs reach the card.
     var supportsExtendedLength: Bool { get }
+    /// The executor the kernel runs a tap's body on while it holds this channel (SE-0417 task executor
+    /// preference): a transport whose calls block on a thread of its own offers that thread, so a capability's code
+    /// and the transport's calls run there without hopping between it and the cooperative pool. `nil` (the default):
+    /// the cooperative pool.
+    var preferredTaskExecutor: (any TaskExecutor)? { get }
 
     /// Sends one command APDU and returns the card's answer, exactly as received.
     func transmit(_ command: CommandAPDU) async throws -> ResponseAPDU
     /// Ends the connection; the card may stay in the field. Further transmits throw.
     func close() async
+}
+
+extension CardChannel {
+    public var preferredTaskExecutor: (any TaskExecutor)? { nil }
 }
 
 /// Options for waiting for and connecting to a card.

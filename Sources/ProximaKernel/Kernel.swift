@@ -227,7 +227,11 @@ public final class Kernel: Sendable {
                 self.events.publish(KernelEvent(.cardDetected, lane: lane, reader: reader, time: self.clock.now))
                 let result: T
                 do {
-                    result = try await body(channel, context)
+                    // On the reader's own thread when the transport offers one (PC/SC), so the capability's
+                    // transmits do not hop between it and the cooperative pool.
+                    result = try await withTaskExecutorPreference(channel.preferredTaskExecutor) {
+                        try await body(channel, context)
+                    }
                 } catch {
                     await channel.close()
                     throw error

@@ -1,4 +1,5 @@
 import Foundation
+import ProximaCardEmulator
 import ProximaCore
 import ProximaTestSupport
 import Synchronization
@@ -208,6 +209,97 @@ struct PCSCLiveTests {
             #expect(answer.bytes == LivePCSC.selectAnswer)
             await nextChannel.close()
             await again.remove()
+            try await log.expect(.cardRemoved(reader), after: next)
+        }
+    }
+
+    @Test("transmits of a task that prefers the channel's executor run on the reader's queue without hopping onto it")
+    func transmitsOnTheReadersExecutor() async throws {
+        let transport = makeTransport()
+        let reader = transport.readerID(forReaderNamed: first.name)
+        try await withRunning(transport) { log in
+            var next = try await log.expect(
+                .appeared(ReaderInfo(id: reader, name: first.name, transport: "pcsc", supportsExtendedLength: true))
+            )
+            let card = try VirtualICC(port: first.port, atr: LivePCSC.atr, answer: LivePCSC.answer)
+            next = try await log.expect(.cardPresent(reader), after: next)
+            let channel = try await transport.openChannel(to: reader, options: ConnectOptions())
+            let executor = try #require(channel.preferredTaskExecutor)
+            let select = try CommandAPDU(bytes: LivePCSC.selectVisa)
+
+            // From the cooperative pool, each transmit is a hop onto the reader's queue.
+            let start = channel.executorStatistics.snapshot()
+            for _ in 0..<5 { #expect(try await channel.transmit(select).bytes == LivePCSC.selectAnswer) }
+            let fromPool = channel.executorStatistics.snapshot() - start
+            #expect(fromPool.blockingCallsFromElsewhere == 5)
+            #expect(fromPool.blockingCallsFromQueue == 0)
+
+            // Preferring the reader's executor, the task itself runs there: no transmit hops onto the queue.
+            let answers = try await withTaskExecutorPreference(executor) {
+                var answers: [[UInt8]] = []
+                for _ in 0..<5 { answers.append(try await channel.transmit(select).bytes) }
+                return answers
+            }
+            let onReader = channel.executorStatistics.snapshot() - start - fromPool
+            #expect(answers == Array(repeating: LivePCSC.selectAnswer, count: 5))
+            #expect(onReader.blockingCallsFromQueue == 5)
+            #expect(onReader.blockingCallsFromElsewhere == 0)
+            #expect(onReader.diverted == 0)
+            #expect(card.received.count == 11)
+
+            await channel.close()
+            await card.remove()
+            try await log.expect(.cardRemoved(reader), after: next)
+        }
+    }
+
+    @Test("a task on the reader's executor gives up on a mute card's transmit and goes on off the blocked queue")
+    func muteCardOnTheReadersExecutor() async throws {
+        let transport = makeTransport()
+        let reader = transport.readerID(forReaderNamed: first.name)
+        try await withRunning(transport) { log in
+            // GET DATA (the UID) is answered; the SELECT after it never is.
+            let card = try VirtualICC(
+                port: first.port,
+                atr: LivePCSC.atr,
+                faults: VPCDCardHost.Faults(muteAfterCommands: 1),
+                answer: LivePCSC.answer
+            )
+            let next = try await log.expect(.cardPresent(reader))
+            let channel = try await transport.openChannel(to: reader, options: ConnectOptions())
+            let executor = try #require(channel.preferredTaskExecutor)
+            let start = channel.executorStatistics.snapshot()
+            let transmitting = Task {
+                await errorCode {
+                    try await withTaskExecutorPreference(executor) {
+                        try await channel.transmit(CommandAPDU(bytes: LivePCSC.selectVisa))
+                    }
+                }
+            }
+            // The SELECT has reached the card: SCardTransmit is blocked on the reader's queue.
+            for _ in 0..<500 where card.received.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(card.received == [[0xFF, 0xCA, 0x00, 0x00, 0x00], LivePCSC.selectVisa])
+            transmitting.cancel()
+            // A task stuck behind the blocked call would only end when the card leaves: the watchdog takes it away
+            // so that the test fails instead of hanging.
+            let watchdogFired = Atomic<Bool>(false)
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(5))
+                watchdogFired.store(true, ordering: .relaxed)
+                await card.remove()
+            }
+            let code = await transmitting.value
+            watchdog.cancel()
+            let counts = channel.executorStatistics.snapshot() - start
+            let waitedForTheCard = watchdogFired.load(ordering: .relaxed)
+            #expect(!waitedForTheCard, "the cancelled transmit waited for the mute card")
+            #expect(code == .cancelled)
+            #expect(counts.diverted >= 1)
+            #expect(counts.blockingCallsFromQueue == 1)
+
+            // Taking the card away ends the blocked SCardTransmit; the close queued behind it then runs.
+            await card.remove()
+            await channel.close()
             try await log.expect(.cardRemoved(reader), after: next)
         }
     }

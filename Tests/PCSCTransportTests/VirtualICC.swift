@@ -8,11 +8,16 @@ import ProximaCore
 final class VirtualICC: Sendable {
     private let host: VPCDCardHost
 
-    init(port: UInt16, atr: [UInt8], answer: @escaping @Sendable ([UInt8]) -> [UInt8]) throws {
+    init(
+        port: UInt16,
+        atr: [UInt8],
+        faults: VPCDCardHost.Faults = VPCDCardHost.Faults(),
+        answer: @escaping @Sendable ([UInt8]) -> [UInt8]
+    ) throws {
         host = VPCDCardHost(
             card: ClosureCard(atr: atr, answer: answer),
             endpoint: VPCDCardHost.Endpoint(port: port),
-            options: VPCDCardHost.Options(answersReaderCommands: false, recordsCommands: true)
+            options: VPCDCardHost.Options(answersReaderCommands: false, recordsCommands: true, faults: faults)
         )
         try host.insert()
     }

@@ -1,5 +1,4 @@
 internal import CPCSCLite
-internal import Dispatch
 internal import ProximaCore
 internal import Synchronization
 
@@ -73,137 +72,6 @@ enum PseudoATR {
     }
 }
 
-/// A serial dispatch queue that blocking pcsc-lite calls run on, off Swift's cooperative pool; also a serial
-/// executor, so an actor can run its methods on it.
-///
-/// (`DispatchSerialQueue` is not available on Linux, hence this adapter.)
-final class PCSCQueue: SerialExecutor {
-    let queue: DispatchQueue
-
-    init(label: String) {
-        queue = DispatchQueue(label: label, qos: .userInitiated)
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedSerialExecutor()
-        queue.async { job.runSynchronously(on: executor) }
-    }
-
-    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(ordinary: self)
-    }
-
-    /// Runs the blocking `work` on this queue and returns its value.
-    ///
-    /// When the calling task is cancelled first, returns `nil` at once without waiting for `work` (pcsc-lite's
-    /// `SCardCancel` cannot interrupt `SCardConnect` or `SCardBeginTransaction`); `work`'s value then goes to
-    /// `abandoned`, on this queue, so whatever it opened is closed. `work` does not start at all when the task is
-    /// already cancelled.
-    func perform<Value: Sendable>(
-        _ work: @escaping @Sendable () -> Value,
-        abandoned: @escaping @Sendable (Value) -> Void
-    ) async -> Value? {
-        let handoff = Handoff<Value>()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
-                guard handoff.install(continuation) else { return }
-                queue.async {
-                    let value = work()
-                    if !handoff.deliver(value) { abandoned(value) }
-                }
-            }
-        } onCancel: {
-            handoff.cancel()
-        }
-    }
-}
-
-/// One reader's serial queue and the pcsc-lite context every connection on that reader uses.
-///
-/// The context is established lazily, on the queue, by the first connection that needs it, and kept: establishing
-/// and releasing a context per connection costs pcscd a client thread and several round trips per tap. A context
-/// that pcsc-lite reports dead (``PCSCStatus/meansStaleContext``: pcscd stopped or restarted) is released and the
-/// next connection establishes a new one; ``release()`` (the reader vanished, or the transport stopped) releases
-/// it after whatever is in flight on the queue. One context per reader keeps readers independent (pcsc-lite
-/// serialises the calls of one context), and since the queue is serial and a reader serves one connection at a
-/// time, no call on the context ever waits for another one.
-final class PCSCReaderContext: Sendable {
-    let queue: PCSCQueue
-    /// Only taken on the queue (or in `deinit`), so never contended.
-    private let context = Mutex<SCARDCONTEXT?>(nil)
-
-    init(label: String) {
-        queue = PCSCQueue(label: label)
-    }
-
-    deinit {
-        // Every block on the queue holds a reference, so nothing runs there any more.
-        if let context = context.withLock({ $0 }) { _ = SCardReleaseContext(context) }
-    }
-
-    /// The reader's context, established now if there is none; on the queue only.
-    func establish() -> Result<SCARDCONTEXT, PCSCStatus> {
-        context.withLock { context in
-            if let context { return .success(context) }
-            var established = SCARDCONTEXT(0)
-            let status = PCSCStatus(SCardEstablishContext(PCSC.scopeSystem, nil, nil, &established))
-            guard status.isSuccess else { return .failure(status) }
-            context = established
-            return .success(established)
-        }
-    }
-
-    /// Releases `stale` if it is still the reader's context, so the next ``establish()`` makes a new one; on the
-    /// queue only.
-    func discard(_ stale: SCARDCONTEXT) {
-        let released = context.withLock { context -> Bool in
-            guard context == stale else { return false }
-            context = nil
-            return true
-        }
-        if released { _ = SCardReleaseContext(stale) }
-    }
-
-    /// Releases the context on the queue, after whatever is in flight there (a connection still open on it loses
-    /// its card handle); the next connection establishes a new one.
-    func release() {
-        queue.queue.async { [self] in
-            let released = context.withLock { context -> SCARDCONTEXT? in
-                let released = context
-                context = nil
-                return released
-            }
-            if let released { _ = SCardReleaseContext(released) }
-        }
-    }
-}
-
-/// The readers' ``PCSCReaderContext``s by PC/SC name, made on first use and kept: a reader that comes back after
-/// pcscd restarted gets the same queue (and a new context).
-final class PCSCReaderContexts: Sendable {
-    private let readers = Mutex<[String: PCSCReaderContext]>([:])
-
-    func reader(named name: String) -> PCSCReaderContext {
-        readers.withLock { readers in
-            if let reader = readers[name] { return reader }
-            let reader = PCSCReaderContext(label: "proxima.pcsc.reader.\(name)")
-            readers[name] = reader
-            return reader
-        }
-    }
-
-    /// Releases the context of the reader called `name`, if it has one (the reader vanished).
-    func release(readerNamed name: String) {
-        readers.withLock { $0[name] }?.release()
-    }
-
-    /// Releases every reader's context (the transport stopped).
-    func releaseAll() {
-        for reader in readers.withLock({ Array($0.values) }) { reader.release() }
-    }
-}
-
 /// Hands a value from a queue to one waiting task, or to nobody when the task was cancelled first.
 ///
 /// Invariant: the continuation is resumed exactly once, by whichever of ``deliver(_:)`` and ``cancel()`` takes
@@ -217,6 +85,14 @@ final class Handoff<Value: Sendable>: Sendable {
     }
 
     private let state = Mutex<State>(.idle)
+
+    /// Whether ``cancel()`` came first: the waiting task no longer waits.
+    var isCancelled: Bool {
+        state.withLock { state in
+            if case .cancelled = state { return true }
+            return false
+        }
+    }
 
     /// Stores the continuation; `false` (after resuming it with `nil`) when ``cancel()`` came first.
     func install(_ continuation: CheckedContinuation<Value?, Never>) -> Bool {

@@ -12,18 +12,19 @@ internal import Synchronization
 /// is back, without restarting anything.
 ///
 /// **Threads.** The watch loop blocks in `SCardGetStatusChange` on a queue and pcsc-lite context of its own. Each
-/// reader has a serial queue on which all pcsc-lite calls of its connections run (connect, transmit, close), on
-/// one pcsc-lite context per reader (``PCSCReaderContext``): established lazily on that queue by the first
-/// connection, reused by the next ones, replaced when pcsc-lite reports it dead (`SCARD_E_NO_SERVICE`,
-/// `SCARD_E_SERVICE_STOPPED`, `SCARD_E_INVALID_HANDLE`, `SCARD_F_COMM_ERROR`), and released when the reader vanishes
-/// or ``run()`` returns. So no blocking call runs on Swift's cooperative pool, and readers never wait for each
-/// other. Nothing calls `SCardCancel` on a reader's context: a connect or transmit whose task is cancelled is
-/// abandoned instead (it returns at once; the blocked call finishes on the queue, and what it opened is closed
+/// reader is a ``PCSCReader`` actor on a serial executor of its own (``PCSCReaderExecutor``), on which all pcsc-lite
+/// calls of its connections run (connect, transmit, close), on one pcsc-lite context per reader that the actor
+/// owns: established lazily by the first connection, reused by the next ones, replaced when pcsc-lite reports it
+/// dead (`SCARD_E_NO_SERVICE`, `SCARD_E_SERVICE_STOPPED`, `SCARD_E_INVALID_HANDLE`, `SCARD_F_COMM_ERROR`), and
+/// released when the reader vanishes or ``run()`` returns. So no blocking call runs on Swift's cooperative pool,
+/// and readers never wait for each other. A channel offers the reader's executor as its
+/// ``PCSCCardChannel/preferredTaskExecutor``, so a tap's body runs on the reader's thread too. Nothing calls
+/// `SCardCancel` on a reader's context: a connect or transmit whose task is cancelled is abandoned instead (it returns at once; the blocked call finishes on the queue, and what it opened is closed
 /// there). Cancelling ``run()`` interrupts the watch loop with `SCardCancel` on the monitor's context, releases
 /// it and the readers' contexts, and finishes ``events``.
 ///
 /// **Connecting** (``connect(to:options:)``) waits until the monitor has seen a card on the reader, then opens a
-/// ``PCSCCardChannel`` on the reader's queue and context: `SCardConnect` (shared, or exclusive when configured or
+/// ``PCSCCardChannel`` on the reader's executor and context: `SCardConnect` (shared, or exclusive when configured or
 /// asked for), `SCardBeginTransaction` for the whole connection, the UID and the ATR (the one the monitor saw with
 /// the card, or `SCardStatus` when the monitor has seen another card since). A card that left before
 /// `SCardConnect` reached it is waited for again.
@@ -42,7 +43,7 @@ public final class PCSCTransport: Transport {
 
     private let eventContinuation: AsyncStream<ReaderEvent>.Continuation
     private let monitor: PCSCReaderMonitor
-    private let readers = PCSCReaderContexts()
+    private let readers = PCSCReaders()
     private let started = Atomic<Bool>(false)
 
     /// - Parameters:
@@ -127,14 +128,12 @@ public final class PCSCTransport: Transport {
         var seen: UInt64 = 0
         while true {
             let (name, generation) = try await monitor.waitForCard(on: reader, after: seen)
-            let context = readers.reader(named: name)
+            let pcscReader = readers.reader(named: name)
             let monitor = monitor
-            let outcome = await context.queue.perform {
-                PCSCConnector.open(reader: context, readerName: name, shareMode: shareMode) {
-                    monitor.atr(of: reader, generation: generation)
-                }
-            } abandoned: { outcome in
-                if case .success(let opened) = outcome { PCSCConnector.close(opened) }
+            let outcome = await pcscReader.withBlockingCall { pcscReader in
+                pcscReader.open(shareMode: shareMode) { monitor.atr(of: reader, generation: generation) }
+            } abandoned: { pcscReader, outcome in
+                if case .success(let opened) = outcome { pcscReader.close(opened.connection) }
             }
             switch outcome {
             case nil:
@@ -142,9 +141,8 @@ public final class PCSCTransport: Transport {
             case .success(let opened):
                 return PCSCCardChannel(
                     reader: reader,
-                    readerName: name,
                     opened: opened,
-                    queue: context.queue,
+                    on: pcscReader,
                     extendedLength: configuration.extendedLength
                 )
             case .failure(let failure) where failure.status == .noSmartcard || failure.status == .removedCard:
