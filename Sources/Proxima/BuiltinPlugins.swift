@@ -1,3 +1,4 @@
+import ExternalTransport
 import PCSCTransport
 import ProximaCore
 public import ProximaKernel
@@ -28,6 +29,22 @@ public enum BuiltinPlugins {
                 PCSCTransport(
                     id: context.id,
                     configuration: try PCSCConfiguration(json: context.configuration, path: context.configurationPath)
+                )
+            }
+        )
+        registry.register(
+            TransportType(
+                name: "external",
+                summary: "readers of a driver in a supervised child process (length-prefixed JSON on stdio)",
+                load: .process
+            ) { context in
+                ExternalTransport(
+                    id: context.id,
+                    configuration: try ExternalConfiguration(
+                        json: context.configuration,
+                        path: context.configurationPath,
+                        baseDirectory: context.baseDirectory
+                    )
                 )
             }
         )
