@@ -64,6 +64,8 @@ class VPCDReaderDriver(Driver):
         for slot in self.slots:
             if fd == slot.listener.fileno():
                 connection, _ = slot.listener.accept()
+                if slot.card and self.card_left(slot):
+                    self.drop_card(slot)  # its end of file had not been read yet
                 if slot.card:
                     connection.close()  # one card per reader
                     return
@@ -79,8 +81,17 @@ class VPCDReaderDriver(Driver):
                 self.card_present(slot.id)
             elif slot.card and fd == slot.card.fileno():
                 # Between exchanges the card only ever closes its connection.
-                if not slot.card.recv(1, socket.MSG_PEEK):
+                if self.card_left(slot):
                     self.drop_card(slot)
+
+    def card_left(self, slot):
+        """Whether the card closed its connection (without blocking)."""
+        try:
+            return slot.card.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
 
     def drop_card(self, slot, notify=True):
         if slot.card:

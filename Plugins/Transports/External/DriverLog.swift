@@ -36,7 +36,7 @@ public struct DriverStderrLog: Sendable {
         if !pending.isEmpty { emit(pending, at: now, into: &lines) }
         pending = []
         if dropped > 0 {
-            lines.append("(\(dropped) more lines dropped: over the rate limit)")
+            lines.append("(\(Self.count(dropped)) more dropped: over the rate limit)")
             dropped = 0
         }
         return lines
@@ -50,13 +50,15 @@ public struct DriverStderrLog: Sendable {
             return
         }
         if dropped > 0 {
-            lines.append("(\(dropped) lines dropped: over the rate limit)")
+            lines.append("(\(Self.count(dropped)) dropped: over the rate limit)")
             dropped = 0
         }
         var masked = Self.mask(text)
         if masked.count > Self.maximumLineLength { masked = String(masked.prefix(Self.maximumLineLength)) + "…" }
         lines.append(masked)
     }
+
+    private static func count(_ lines: Int) -> String { lines == 1 ? "1 line" : "\(lines) lines" }
 
     /// `line` with every run of more than 12 hex digits replaced by `[N hex digits masked]`. A run is either
     /// contiguous hex digits (`5413330089600010`) or bytes written as pairs of digits with one space, colon or dash
