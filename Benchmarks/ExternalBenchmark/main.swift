@@ -7,6 +7,10 @@
 // difference per APDU is what the External path costs: JSON encoding, two pipe writes, two thread wake-ups, parsing.
 // Goal: at most 60 µs per APDU over the in-process card.
 //
+// Floor (same run): a frame-sized message (80 bytes) to `cat` and back over two pipes, blocking reads on this thread:
+// what two process switches cost on this machine now. The External path needs three switches per APDU (the driver,
+// the transport's I/O thread, the caller's task on the cooperative pool), so on a loaded machine it cannot beat this.
+//
 // Run from the package root: swift run -c release ExternalBenchmark [exchanges]
 
 import ExternalTransport
@@ -84,6 +88,35 @@ try compiler.run()
 compiler.waitUntilExit()
 guard compiler.terminationStatus == 0 else { fatalError("cc failed on Examples/Drivers/c/sample_card_driver.c") }
 
+/// Round trips of an 80-byte message through `cat` over pipes.
+func pipeFloor(count: Int) throws -> Duration {
+    let cat = Process()
+    cat.executableURL = URL(fileURLWithPath: "/bin/cat")
+    let input = Pipe()
+    let output = Pipe()
+    cat.standardInput = input
+    cat.standardOutput = output
+    try cat.run()
+    let writeFD = input.fileHandleForWriting.fileDescriptor
+    let readFD = output.fileHandleForReading.fileDescriptor
+    var message = [UInt8](repeating: 0x41, count: 80)
+    let start = ContinuousClock.now
+    for _ in 0..<count {
+        _ = message.withUnsafeBytes { write(writeFD, $0.baseAddress, $0.count) }
+        var received = 0
+        while received < message.count {
+            let n = message.withUnsafeMutableBytes { read(readFD, $0.baseAddress! + received, $0.count - received) }
+            guard n > 0 else { fatalError("cat ended") }
+            received += n
+        }
+    }
+    let elapsed = ContinuousClock.now - start
+    try input.fileHandleForWriting.close()
+    cat.waitUntilExit()
+    return elapsed
+}
+
+let floor = try pipeFloor(count: exchanges)
 let inProcess = try await run(InProcessCardChannel(card: ChallengeCard(), recordsExchanges: false), count: exchanges)
 let viaC = try await external(driver, reader: "0", count: exchanges)
 let pythonCount = max(exchanges / 4, 1)
@@ -95,11 +128,14 @@ let viaPython = try await external(
 )
 
 let base = microseconds(inProcess, per: exchanges)
+let pipes = microseconds(floor, per: exchanges)
 let c = microseconds(viaC, per: exchanges)
 let python = microseconds(viaPython, per: pythonCount)
 print("exchanges: \(exchanges) (Python driver: \(pythonCount)), GET CHALLENGE, one card")
 print(String(format: "in-process card (baseline):    %8.2f µs/APDU", base))
+print(String(format: "pipe round trip to cat (floor):%8.2f µs", pipes))
 print(String(format: "External, C sample driver:     %8.2f µs/APDU  (%.0f× baseline)", c, c / base))
 print(String(format: "External, Python test driver:  %8.2f µs/APDU  (%.0f× baseline)", python, python / base))
 print(String(format: "External overhead per APDU:    %8.2f µs (C driver; goal ≤ 60 µs)", c - base))
 print(String(format: "  with a Python driver:        %8.2f µs", python - base))
+print(String(format: "External cost above the floor: %8.2f µs (C driver)", c - pipes))

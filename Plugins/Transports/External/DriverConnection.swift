@@ -41,8 +41,9 @@ public struct DriverFault: Error, Hashable, Sendable, CustomStringConvertible {
 /// **Threads.** One thread per driver (named `driver:<plugin id>`) blocks in `poll` on the driver's standard output
 /// and error, a wake pipe and, while frames wait to be written, its standard input. It parses frames, resumes the
 /// calls they answer, passes events on through ``incoming``, logs standard error, and enforces every deadline (the
-/// handshake's and each call's): `poll` sleeps until the earliest one. Calls write their frame at once from the
-/// calling task (a non-blocking write into a 1 MiB pipe); whatever does not fit is queued for the thread.
+/// handshake's and each call's): `poll` sleeps until the earliest one, or one call timeout when there is none, so a new
+/// call never has to wake it. Calls write their frame at once from the calling task (a non-blocking write into a 1 MiB
+/// pipe); whatever does not fit is queued for the thread, which is then woken.
 ///
 /// **Ending.** On the first fault (or ``stop()``) every pending call fails with `readerVanished`, the driver's process
 /// group gets `SIGKILL`, and the thread drains its pipes until they close (at most one second), reaps the child with
@@ -86,9 +87,9 @@ final class DriverConnection: @unchecked Sendable {
         var standardInputOpen = true
         var fault: DriverFault?
         var stopRequested = false
-        /// Set while the thread sleeps in `poll` with no deadline and no write: a new call must wake it.
-        var threadIdle = false
         var helloDeadline: ContinuousClock.Instant?
+        /// Cleared, under the lock, when the thread closes the wake pipe: nobody may write to it after that.
+        var wakeOpen = true
         var ended = false
         var endWaiters: [CheckedContinuation<DriverExitStatus?, Never>] = []
         var exitStatus: DriverExitStatus?
@@ -164,22 +165,20 @@ final class DriverConnection: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout + ExternalConfiguration.timeoutGrace
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
-                let wake = state.withLock { state -> Bool in
+                state.withLock { state in
                     if let fault = state.fault {
                         continuation.resume(throwing: Self.vanished(fault, pluginID: pluginID))
-                        return false
+                        return
                     }
                     if state.cancelledEarly.remove(id) != nil {
                         continuation.resume(throwing: ProximaError(.cancelled, "\(what) cancelled"))
-                        return false
+                        return
                     }
                     state.pending[id] = Pending(continuation: continuation, deadline: deadline, what: "\(what) #\(id)")
-                    let queued = Self.write(frame, state: &state, fd: process.standardInput)
-                    let wake = state.threadIdle || queued
-                    if wake { state.threadIdle = false }
-                    return wake
+                    // No wake-up for the deadline: it is at least a call timeout away, and the thread never sleeps
+                    // longer than that. Only bytes left for it to write need one.
+                    if Self.write(frame, state: &state, fd: process.standardInput) { wakeThread(&state) }
                 }
-                if wake { DriverSystemCalls.wake(wakeWrite) }
             }
         } onCancel: {
             state.withLock { state in
@@ -196,11 +195,15 @@ final class DriverConnection: @unchecked Sendable {
     /// Queues a frame that answers nothing (the kernel's `hello` and `bye`).
     func send(_ message: JSONValue) {
         let frame = DriverFrame.encode(message)
-        let wake = state.withLock { state -> Bool in
-            guard state.fault == nil else { return false }
-            return Self.write(frame, state: &state, fd: process.standardInput)
+        state.withLock { state in
+            guard state.fault == nil else { return }
+            if Self.write(frame, state: &state, fd: process.standardInput) { wakeThread(&state) }
         }
-        if wake { DriverSystemCalls.wake(wakeWrite) }
+    }
+
+    /// Wakes the thread from `poll`; called with the lock held, so the wake pipe cannot be closed meanwhile.
+    private func wakeThread(_ state: inout State) {
+        if state.wakeOpen { DriverSystemCalls.wake(wakeWrite) }
     }
 
     /// Writes what it can now; returns `true` when bytes were left for the thread to write.
@@ -238,17 +241,18 @@ final class DriverConnection: @unchecked Sendable {
 
     /// Ends the session: the driver is killed and its pending calls fail. Returns at once; see ``waitUntilEnded()``.
     func fail(_ fault: DriverFault) {
-        let waiting = state.withLock { state -> [Pending] in
-            guard state.fault == nil else { return [] }
+        let waiting = state.withLock { state -> [Pending]? in
+            guard state.fault == nil else { return nil }
             state.fault = fault
             state.stopRequested = true
             state.helloDeadline = nil
+            wakeThread(&state)
             defer { state.pending = [:] }
             return Array(state.pending.values)
         }
+        guard let waiting else { return }
         for pending in waiting { pending.continuation.resume(throwing: Self.vanished(fault, pluginID: pluginID)) }
         continuation.yield(.failed(fault))
-        DriverSystemCalls.wake(wakeWrite)
     }
 
     /// Stops the driver (kernel shutdown).
@@ -296,7 +300,6 @@ final class DriverConnection: @unchecked Sendable {
                     earliest = pending.deadline
                 }
                 let wantsWrite = !state.outbox.isEmpty && state.standardInputOpen && state.fault == nil
-                state.threadIdle = earliest == nil && !wantsWrite && !state.stopRequested
                 return (earliest, wantsWrite, state.stopRequested)
             }
             if stopping && killedAt == nil {
@@ -322,14 +325,12 @@ final class DriverConnection: @unchecked Sendable {
             if outputOpen { fds.append((process.standardOutput, false)) }
             if errorOpen { fds.append((process.standardError, false)) }
             if wantsWrite { fds.append((process.standardInput, true)) }
-            var timeout: Int32 = -1
-            if killedAt != nil {
-                timeout = 100
-            } else if let deadline {
-                let left = deadline - now
-                let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
-                timeout = Int32(clamping: max(1, milliseconds + 1))
-            }
+            // Without a deadline, sleep one call timeout at most: a call registered meanwhile has a deadline at least
+            // that far away, so it needs no wake-up (one fewer thread switch per APDU).
+            let horizon = deadline ?? now + configuration.callTimeout + ExternalConfiguration.timeoutGrace
+            let left = horizon - now
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            let timeout: Int32 = killedAt != nil ? 100 : Int32(clamping: max(1, milliseconds + 1))
             let ready = DriverSystemCalls.poll(fds, timeout: timeout)
 
             for fd in fds.map(\.fd) where ready.contains(fd) {
@@ -372,10 +373,11 @@ final class DriverConnection: @unchecked Sendable {
         state.withLock { state in
             state.standardInputOpen = false
             state.outbox = []
+            state.wakeOpen = false
+            DriverSystemCalls.close(process.standardInput)
+            DriverSystemCalls.close(wakeRead)
+            DriverSystemCalls.close(wakeWrite)
         }
-        DriverSystemCalls.close(process.standardInput)
-        DriverSystemCalls.close(wakeRead)
-        DriverSystemCalls.close(wakeWrite)
         continuation.finish()
         let waiters = state.withLock { state in
             state.ended = true
