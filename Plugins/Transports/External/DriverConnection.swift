@@ -49,8 +49,9 @@ public struct DriverFault: Error, Hashable, Sendable, CustomStringConvertible {
 /// group gets `SIGKILL`, and the thread drains its pipes until they close (at most one second), reaps the child with
 /// `waitpid`, closes every descriptor and finishes ``incoming``. ``waitUntilEnded()`` returns after that.
 ///
-/// `@unchecked Sendable`: every mutable member sits in `state` behind its `Mutex`; the descriptors are only closed by
-/// the thread, the standard input under the lock.
+/// `@unchecked Sendable`: every mutable member sits behind a `Mutex` (`state` for calls and faults, `writer` for what
+/// goes to standard input); the descriptors are only closed by the thread, standard input and the wake pipe under the
+/// writer's lock.
 final class DriverConnection: @unchecked Sendable {
     enum Incoming: Sendable {
         case message(DriverMessage)
@@ -83,18 +84,24 @@ final class DriverConnection: @unchecked Sendable {
         var abandoned: Set<Int64> = []
         var abandonedOrder: [Int64] = []
         var cancelledEarly: Set<Int64> = []
-        var outbox: [UInt8] = []
-        var standardInputOpen = true
         var fault: DriverFault?
         var stopRequested = false
         var helloDeadline: ContinuousClock.Instant?
-        /// Cleared, under the lock, when the thread closes the wake pipe: nobody may write to it after that.
-        var wakeOpen = true
         var ended = false
         var endWaiters: [CheckedContinuation<DriverExitStatus?, Never>] = []
         var exitStatus: DriverExitStatus?
     }
 
+    /// The standard input's side, behind a lock of its own so that a write (a system call) never holds up the thread
+    /// that matches answers to calls.
+    private struct Writer {
+        var outbox: [UInt8] = []
+        var standardInputOpen = true
+        /// Cleared when the thread closes the wake pipe and standard input: nobody may write to them after that.
+        var wakeOpen = true
+    }
+
+    private let writer = Mutex(Writer())
     private static let abandonedLimit = 1024
 
     /// Starts `executable` and the thread that serves it, and sends the kernel's `hello`.
@@ -165,20 +172,21 @@ final class DriverConnection: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout + ExternalConfiguration.timeoutGrace
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
-                state.withLock { state in
+                let registered = state.withLock { state -> Bool in
                     if let fault = state.fault {
                         continuation.resume(throwing: Self.vanished(fault, pluginID: pluginID))
-                        return
+                        return false
                     }
                     if state.cancelledEarly.remove(id) != nil {
                         continuation.resume(throwing: ProximaError(.cancelled, "\(what) cancelled"))
-                        return
+                        return false
                     }
                     state.pending[id] = Pending(continuation: continuation, deadline: deadline, what: "\(what) #\(id)")
-                    // No wake-up for the deadline: it is at least a call timeout away, and the thread never sleeps
-                    // longer than that. Only bytes left for it to write need one.
-                    if Self.write(frame, state: &state, fd: process.standardInput) { wakeThread(&state) }
+                    return true
                 }
+                // No wake-up for the deadline: it is at least a call timeout away, and the thread never sleeps longer
+                // than that.
+                if registered { enqueue(frame) }
             }
         } onCancel: {
             state.withLock { state in
@@ -194,37 +202,37 @@ final class DriverConnection: @unchecked Sendable {
 
     /// Queues a frame that answers nothing (the kernel's `hello` and `bye`).
     func send(_ message: JSONValue) {
-        let frame = DriverFrame.encode(message)
-        state.withLock { state in
-            guard state.fault == nil else { return }
-            if Self.write(frame, state: &state, fd: process.standardInput) { wakeThread(&state) }
+        guard state.withLock({ $0.fault == nil }) else { return }
+        enqueue(DriverFrame.encode(message))
+    }
+
+    /// Writes what it can of `frame` now; what is left waits in the outbox for the thread, which is woken.
+    private func enqueue(_ frame: [UInt8]) {
+        writer.withLock { writer in
+            guard writer.standardInputOpen else { return }
+            guard writer.outbox.isEmpty else {
+                writer.outbox += frame
+                return
+            }
+            switch DriverSystemCalls.write(process.standardInput, frame[...]) {
+            case .wrote(let count) where count == frame.count:
+                return
+            case .wrote(let count):
+                writer.outbox = Array(frame[count...])
+            case .wouldBlock:
+                writer.outbox = frame
+            case .closed, .failed:
+                return  // the thread sees the driver's end of its pipes close and reports why
+            }
+            if writer.wakeOpen { DriverSystemCalls.wake(wakeWrite) }
         }
     }
 
-    /// Wakes the thread from `poll`; called with the lock held, so the wake pipe cannot be closed meanwhile.
-    private func wakeThread(_ state: inout State) {
-        if state.wakeOpen { DriverSystemCalls.wake(wakeWrite) }
-    }
-
-    /// Writes what it can now; returns `true` when bytes were left for the thread to write.
-    private static func write(_ frame: [UInt8], state: inout State, fd: Int32) -> Bool {
-        guard state.standardInputOpen else { return false }
-        guard state.outbox.isEmpty else {
-            state.outbox += frame
-            return false
+    /// Wakes the thread from `poll`, under the writer's lock so that the wake pipe cannot be closed meanwhile.
+    private func wakeThread() {
+        writer.withLock { writer in
+            if writer.wakeOpen { DriverSystemCalls.wake(wakeWrite) }
         }
-        switch DriverSystemCalls.write(fd, frame[...]) {
-        case .wrote(let count) where count == frame.count:
-            return false
-        case .wrote(let count):
-            state.outbox = Array(frame[count...])
-        case .wouldBlock:
-            state.outbox = frame
-        case .closed, .failed:
-            // The thread sees the driver's end of its pipes close and reports why.
-            return false
-        }
-        return true
     }
 
     private static func abandon(_ id: Int64, state: inout State) {
@@ -246,11 +254,11 @@ final class DriverConnection: @unchecked Sendable {
             state.fault = fault
             state.stopRequested = true
             state.helloDeadline = nil
-            wakeThread(&state)
             defer { state.pending = [:] }
             return Array(state.pending.values)
         }
         guard let waiting else { return }
+        wakeThread()
         for pending in waiting { pending.continuation.resume(throwing: Self.vanished(fault, pluginID: pluginID)) }
         continuation.yield(.failed(fault))
     }
@@ -294,14 +302,14 @@ final class DriverConnection: @unchecked Sendable {
 
         while outputOpen || errorOpen {
             let now = ContinuousClock.now
-            let (deadline, wantsWrite, stopping) = state.withLock { state in
+            let (deadline, stopping) = state.withLock { state in
                 var earliest = state.helloDeadline
                 for pending in state.pending.values where earliest.map({ pending.deadline < $0 }) ?? true {
                     earliest = pending.deadline
                 }
-                let wantsWrite = !state.outbox.isEmpty && state.standardInputOpen && state.fault == nil
-                return (earliest, wantsWrite, state.stopRequested)
+                return (earliest, state.stopRequested)
             }
+            let wantsWrite = !stopping && writer.withLock { !$0.outbox.isEmpty && $0.standardInputOpen }
             if stopping && killedAt == nil {
                 DriverSystemCalls.killGroup(pid)
                 killedAt = now
@@ -370,10 +378,10 @@ final class DriverConnection: @unchecked Sendable {
         for line in stderrLog.finish(at: .now) { log(line) }
         if killedAt == nil { DriverSystemCalls.killGroup(pid) }
         let status = DriverSystemCalls.waitForExit(pid)
-        state.withLock { state in
-            state.standardInputOpen = false
-            state.outbox = []
-            state.wakeOpen = false
+        writer.withLock { writer in
+            writer.standardInputOpen = false
+            writer.outbox = []
+            writer.wakeOpen = false
             DriverSystemCalls.close(process.standardInput)
             DriverSystemCalls.close(wakeRead)
             DriverSystemCalls.close(wakeWrite)
@@ -389,12 +397,12 @@ final class DriverConnection: @unchecked Sendable {
     }
 
     private func flushOutbox() {
-        state.withLock { state in
-            guard state.standardInputOpen, !state.outbox.isEmpty else { return }
-            switch DriverSystemCalls.write(process.standardInput, state.outbox[...]) {
-            case .wrote(let count): state.outbox.removeFirst(count)
+        writer.withLock { writer in
+            guard writer.standardInputOpen, !writer.outbox.isEmpty else { return }
+            switch DriverSystemCalls.write(process.standardInput, writer.outbox[...]) {
+            case .wrote(let count): writer.outbox.removeFirst(count)
             case .wouldBlock: break
-            case .closed, .failed: state.outbox = []
+            case .closed, .failed: writer.outbox = []
             }
         }
     }
