@@ -10,6 +10,8 @@
 // Floor (same run): a frame-sized message (80 bytes) to `cat` and back over two pipes, blocking reads on this thread:
 // what two process switches cost on this machine now. The External path needs three switches per APDU (the driver,
 // the transport's I/O thread, the caller's task on the cooperative pool), so on a loaded machine it cannot beat this.
+// A second floor: a task that writes a byte to a pipe and suspends, resumed by a thread blocked reading that pipe —
+// the two in-process switches every External APDU makes (I/O thread wake-up, continuation back onto the pool).
 //
 // Run from the package root: swift run -c release ExternalBenchmark [exchanges]
 
@@ -17,6 +19,7 @@ import ExternalTransport
 import Foundation
 import ProximaCardEmulator
 import ProximaCore
+import Synchronization
 
 let exchanges = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 20_000
 let challenge = try CommandAPDU(cla: 0, ins: 0x84, p1: 0, p2: 0, expectedLength: 8)
@@ -116,7 +119,38 @@ func pipeFloor(count: Int) throws -> Duration {
     return elapsed
 }
 
+/// A task resumed by a thread woken through a pipe, `count` times.
+final class ResumeBox: @unchecked Sendable {
+    /// Written by the task before it writes to the pipe, read by the thread after its read: ordered by the pipe.
+    let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    var fds: [Int32] = [-1, -1]
+}
+
+func resumeFloor(count: Int) async -> Duration {
+    let box = ResumeBox()
+    _ = pipe(&box.fds)
+    let thread = Thread {
+        var byte: UInt8 = 0
+        while read(box.fds[0], &byte, 1) == 1 {
+            box.continuation.withLock { $0.take() }?.resume()
+        }
+    }
+    thread.start()
+    let start = ContinuousClock.now
+    for _ in 0..<count {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            box.continuation.withLock { $0 = continuation }
+            var byte: UInt8 = 1
+            _ = write(box.fds[1], &byte, 1)
+        }
+    }
+    let elapsed = ContinuousClock.now - start
+    close(box.fds[1])
+    return elapsed
+}
+
 let floor = try pipeFloor(count: exchanges)
+let resume = await resumeFloor(count: exchanges)
 let inProcess = try await run(InProcessCardChannel(card: ChallengeCard(), recordsExchanges: false), count: exchanges)
 let viaC = try await external(driver, reader: "0", count: exchanges)
 let pythonCount = max(exchanges / 4, 1)
@@ -129,13 +163,15 @@ let viaPython = try await external(
 
 let base = microseconds(inProcess, per: exchanges)
 let pipes = microseconds(floor, per: exchanges)
+let resumed = microseconds(resume, per: exchanges)
 let c = microseconds(viaC, per: exchanges)
 let python = microseconds(viaPython, per: pythonCount)
 print("exchanges: \(exchanges) (Python driver: \(pythonCount)), GET CHALLENGE, one card")
 print(String(format: "in-process card (baseline):    %8.2f µs/APDU", base))
 print(String(format: "pipe round trip to cat (floor):%8.2f µs", pipes))
+print(String(format: "thread wake + resume (floor):  %8.2f µs", resumed))
 print(String(format: "External, C sample driver:     %8.2f µs/APDU  (%.0f× baseline)", c, c / base))
 print(String(format: "External, Python test driver:  %8.2f µs/APDU  (%.0f× baseline)", python, python / base))
 print(String(format: "External overhead per APDU:    %8.2f µs (C driver; goal ≤ 60 µs)", c - base))
 print(String(format: "  with a Python driver:        %8.2f µs", python - base))
-print(String(format: "External cost above the floor: %8.2f µs (C driver)", c - pipes))
+print(String(format: "External cost above both floors:%7.2f µs (C driver)", c - pipes - resumed))

@@ -102,6 +102,9 @@ final class DriverConnection: @unchecked Sendable {
     }
 
     private let writer = Mutex(Writer())
+    /// Whether the outbox holds bytes: read by the thread on every turn without taking the writer's lock, which a
+    /// caller holds across its `write` (checking under the lock made the two contend on every APDU).
+    private let outboxPending = Atomic<Bool>(false)
     private static let abandonedLimit = 1024
 
     /// Starts `executable` and the thread that serves it, and sends the kernel's `hello`.
@@ -224,6 +227,7 @@ final class DriverConnection: @unchecked Sendable {
             case .closed, .failed:
                 return  // the thread sees the driver's end of its pipes close and reports why
             }
+            outboxPending.store(true, ordering: .releasing)
             if writer.wakeOpen { DriverSystemCalls.wake(wakeWrite) }
         }
     }
@@ -309,7 +313,7 @@ final class DriverConnection: @unchecked Sendable {
                 }
                 return (earliest, state.stopRequested)
             }
-            let wantsWrite = !stopping && writer.withLock { !$0.outbox.isEmpty && $0.standardInputOpen }
+            let wantsWrite = !stopping && outboxPending.load(ordering: .acquiring)
             if stopping && killedAt == nil {
                 DriverSystemCalls.killGroup(pid)
                 killedAt = now
@@ -398,12 +402,16 @@ final class DriverConnection: @unchecked Sendable {
 
     private func flushOutbox() {
         writer.withLock { writer in
-            guard writer.standardInputOpen, !writer.outbox.isEmpty else { return }
+            guard writer.standardInputOpen, !writer.outbox.isEmpty else {
+                outboxPending.store(false, ordering: .releasing)
+                return
+            }
             switch DriverSystemCalls.write(process.standardInput, writer.outbox[...]) {
             case .wrote(let count): writer.outbox.removeFirst(count)
             case .wouldBlock: break
             case .closed, .failed: writer.outbox = []
             }
+            if writer.outbox.isEmpty { outboxPending.store(false, ordering: .releasing) }
         }
     }
 
