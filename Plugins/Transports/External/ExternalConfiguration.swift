@@ -43,7 +43,7 @@ public import ProximaCore
 public struct ExternalConfiguration: Hashable, Sendable {
     public var command: String
     public var arguments: [String]
-    /// `env`, in manifest order.
+    /// `env`: variables added to, or replacing those of, the kernel's environment.
     public var environment: [String: String]
     /// Absolute.
     public var workingDirectory: String
