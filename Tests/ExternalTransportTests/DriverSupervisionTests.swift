@@ -189,3 +189,61 @@ struct DriverSupervisionTests {
         #expect(sessions == 1)
     }
 }
+
+@Suite("External transport: readers a driver plugs in and out", .serialized, .timeLimit(.minutes(1)))
+struct DriverHotPlugTests {
+    /// Sends control `code` on the driver's first reader (the test driver turns codes into reader events).
+    static func control(_ kernel: Kernel, code: Int64) async throws -> [UInt8] {
+        try await kernel.tap(lane: "ext", options: TapOptions(reader: "ext/r0", timeout: .seconds(5))) { channel, _ in
+            let external = try #require(channel as? ExternalCardChannel)
+            return try await external.control(code: code, data: [0xC0, 0xDE])
+        }
+    }
+
+    @Test("a reader that appears joins the lane and serves taps; one that vanishes leaves; a lie restarts the driver")
+    func hotPlug() async throws {
+        let captured = Captured()
+        let registry = try registry(capturing: captured)
+        let manifest = try harnessManifest(arguments: [testDriver], registry: registry)
+        try await withKernel(manifest, registry: registry) { kernel in
+            try await waitUntil("the driver's reader is idle", on: kernel) {
+                await state(of: "ext/r0", in: kernel) == .idle
+            }
+            #expect(try await Self.control(kernel, code: 1) == [0xC0, 0xDE])
+            try await waitUntil("the plugged reader is idle", on: kernel) {
+                await state(of: "ext/r9", in: kernel) == .idle
+            }
+            let lanes = await kernel.snapshot().readers.first { $0.info.id == "ext/r9" }?.lanes
+            #expect(lanes == ["ext"])
+            let served = try await kernel.tap(
+                lane: "ext",
+                options: TapOptions(reader: "ext/r9", timeout: .seconds(5))
+            ) { channel, context in
+                let response = try await channel.transmit(
+                    try CommandAPDU(cla: 0, ins: 0x84, p1: 0, p2: 0, expectedLength: 8)
+                )
+                return (response.bytes, context.reader)
+            }
+            #expect(served.0 == [1, 2, 3, 4, 5, 6, 7, 8, 0x90, 0x00])
+            #expect(served.1 == "ext/r9")
+
+            _ = try await Self.control(kernel, code: 2)
+            try await waitUntil("the pulled reader is gone", on: kernel) {
+                await state(of: "ext/r9", in: kernel) == .vanished
+            }
+            #expect(captured.transport?.diagnostics.faults == [])
+
+            // The lie ends the session before the answer: the call in flight ends with readerVanished.
+            #expect(await errorCode { try await Self.control(kernel, code: 3) } == .readerVanished)
+            try await waitUntil("the lying driver was restarted", on: kernel) {
+                let restarted = (captured.transport?.diagnostics.sessions ?? 0) >= 2
+                let readerState = await state(of: "ext/r0", in: kernel)
+                return restarted && readerState == .idle
+            }
+        }
+        let faults = try #require(captured.transport?.diagnostics.faults)
+        #expect(faults.map(\.kind) == [.lied])
+        #expect(faults.first?.detail.contains(#"cardPresent for reader "ext/nope""#) == true, "\(faults)")
+        Leaks.expectNone(from: captured.transport)
+    }
+}

@@ -19,6 +19,9 @@ Switches (N counts requests from the kernel, 1 for the first):
   --readers K         number of readers (default 1)
   --grandchild        start a `sleep` child at start (it must die with the driver)
   --stderr TEXT       write TEXT to standard error at start
+
+Control requests drive hot-plug: code 1 plugs reader r9 in (with a card), code 2 pulls it out, code 3 reports a card
+on a reader never reported; every control request is answered with its own data.
 """
 
 import argparse
@@ -145,6 +148,16 @@ def main():
             elif kind == "disconnect":
                 send({"type": "result", "id": request_id})
             elif kind == "control":
+                # Control codes drive reader events: 1 plugs reader r9 in, 2 pulls it out, 3 reports a card on a
+                # reader it never reported (a lie); any other code echoes its data.
+                code = message.get("code")
+                if code == 1:
+                    send({"type": "readerAppeared", "reader": {"id": "r9", "name": "Test Reader 9"}})
+                    send({"type": "cardPresent", "reader": "r9"})
+                elif code == 2:
+                    send({"type": "readerVanished", "reader": "r9"})
+                elif code == 3:
+                    send({"type": "cardPresent", "reader": "nope"})
                 send({"type": "result", "id": request_id, "data": message.get("data", "")})
             else:
                 send({"type": "error", "id": request_id, "code": "invalidRequest", "message": kind})
