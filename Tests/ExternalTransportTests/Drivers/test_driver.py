@@ -87,9 +87,9 @@ def main():
         sys.exit(1)
 
     protocol = args.protocol if misbehave else "1.0"
-    send({"type": "hello", "protocol": protocol, "driver": {"name": "test-driver", "version": "0.1"}})
     if protocol != "1.0":
-        fire()
+        fire()  # before the hello: the kernel kills a driver it refuses at once
+    send({"type": "hello", "protocol": protocol, "driver": {"name": "test-driver", "version": "0.1"}})
     buffer = b""
     requests = 0
     started = False
