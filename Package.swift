@@ -20,10 +20,12 @@ let package = Package(
         .executable(name: "FuzzAPDU", targets: ["FuzzAPDU"]),
         .executable(name: "FuzzManifest", targets: ["FuzzManifest"]),
         .executable(name: "FuzzEMV", targets: ["FuzzEMV"]),
+        .executable(name: "FuzzDriverFrame", targets: ["FuzzDriverFrame"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
         .executable(name: "PaymentBenchmark", targets: ["PaymentBenchmark"]),
+        .executable(name: "ExternalBenchmark", targets: ["ExternalBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -32,6 +34,8 @@ let package = Package(
         .systemLibrary(name: "CNFC", pkgConfig: "libnfc", providers: [.apt(["libnfc-dev", "libusb-dev"])]),
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // glibc's posix_spawn file actions that Swift's Glibc module leaves out (closefrom, chdir).
+        .systemLibrary(name: "CProcessSpawn", path: "Sources/CProcessSpawn"),
 
         .target(name: "ProximaCore", swiftSettings: strict),
         // Typed system calls (file descriptors, errno, EINTR, atomic private files): the one place that does POSIX I/O.
@@ -63,6 +67,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "ExternalTransport",
+            dependencies: ["ProximaCore", "ProximaCrypto", "CProcessSpawn"],
+            path: "Plugins/Transports/External",
+            swiftSettings: strict
+        ),
+        .target(
             name: "PaymentCapability",
             dependencies: ["ProximaCore", "EMVCommon", "ProximaKernel", "ProximaCrypto", "ProximaSystem"],
             path: "Plugins/Capabilities/Payment",
@@ -78,7 +88,7 @@ let package = Package(
             name: "Proxima",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
-                "PaymentCapability", "EMVCommon",
+                "PaymentCapability", "EMVCommon", "ExternalTransport",
             ],
             swiftSettings: strict
         ),
@@ -107,6 +117,11 @@ let package = Package(
             name: "FuzzEMV",
             dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability", "EMVCommon"],
             path: "Fuzz/FuzzEMV"
+        ),
+        .executableTarget(
+            name: "FuzzDriverFrame",
+            dependencies: ["ProximaCore", "ExternalTransport"],
+            path: "Fuzz/FuzzDriverFrame"
         ),
         .executableTarget(
             name: "FuzzManifest",
@@ -149,6 +164,16 @@ let package = Package(
                 "SimulatorTransport", "ProximaCrypto", "ProximaProcessorSandbox", "EMVCommon",
             ],
             path: "Benchmarks/PaymentBenchmark",
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "ExternalBenchmark",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "Proxima", "ExternalTransport", "PaymentCapability",
+                "ProximaCardEmulator",
+            ],
+            path: "Benchmarks/ExternalBenchmark",
             swiftSettings: strict
         ),
 
@@ -227,6 +252,15 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "ProximaSystemTests", dependencies: ["ProximaSystem"], swiftSettings: strict),
+        .testTarget(
+            name: "ExternalTransportTests",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "Proxima", "ExternalTransport", "ProximaCardEmulator",
+                "PaymentCapability", "ProximaCrypto", "ProximaTestSupport",
+            ],
+            exclude: ["Drivers"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "CLITests", dependencies: ["proxima", "ProximaTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "SystemLibraryTests",

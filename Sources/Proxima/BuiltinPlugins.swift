@@ -1,3 +1,4 @@
+internal import ExternalTransport
 internal import PCSCTransport
 internal import PaymentCapability
 internal import ProximaCore
@@ -29,6 +30,22 @@ public enum BuiltinPlugins {
                 PCSCTransport(
                     id: context.id,
                     configuration: try PCSCConfiguration(json: context.configuration, path: context.configurationPath)
+                )
+            }
+        )
+        registry.register(
+            TransportType(
+                name: "external",
+                summary: "readers of a driver in a supervised child process (length-prefixed JSON on stdio)",
+                load: .process
+            ) { context in
+                ExternalTransport(
+                    id: context.id,
+                    configuration: try ExternalConfiguration(
+                        json: context.configuration,
+                        path: context.configurationPath,
+                        baseDirectory: context.baseDirectory
+                    )
                 )
             }
         )

@@ -15,8 +15,8 @@ public import ProximaCore
 ///   every object).
 /// - `dataDirectory` (optional string, default `"var"`), resolved against the manifest's folder.
 /// - `plugins` (required array with at least one enabled plugin): `id` (unique, `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`),
-///   `type` (a registered transport type), `enabled` (default `true`), `load` (`"builtin"`, the default;
-///   `"process"` is reserved for out-of-process drivers and rejected by this build), `config` (object for the
+///   `type` (a registered transport type), `enabled` (default `true`), `load` (`"builtin"` or `"process"`;
+///   it must match the type — `"process"` for the External transport's child-process drivers — and defaults to it), `config` (object for the
 ///   type's factory). Disabled plugins are validated too, factory included, so enabling one later cannot
 ///   surface a new configuration error; they are only not started, and their readers are not declared.
 /// - `lanes` (required array, at least one lane): `id` (unique, same rule as plugin ids), `readers` (reader
@@ -158,7 +158,7 @@ public struct PluginEntry: Hashable, Sendable {
     public enum Load: String, Hashable, Sendable {
         /// Linked into this build and selected by `type`.
         case builtin
-        /// An out-of-process driver (reserved; this build rejects it).
+        /// A driver in a supervised child process (the External transport).
         case process
     }
 

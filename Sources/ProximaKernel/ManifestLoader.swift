@@ -247,11 +247,14 @@ struct ManifestDecoder {
         }
         let enabled = attempt(path) { try object.bool("enabled", default: true) }
         let loadName = attempt(path) { try object.optionalChoice("load", ["builtin", "process"]) } ?? nil
-        if loadName == PluginEntry.Load.process.rawValue {
+        let load = loadName.flatMap(PluginEntry.Load.init(rawValue:)) ?? transportType?.load ?? .builtin
+        if let transportType, let typeName, load != transportType.load {
             sink.error(
                 object.path(of: "load"),
-                "\"process\" (out-of-process drivers) is reserved and not available in this build; "
-                    + "use \"builtin\" or omit \"load\""
+                transportType.load == .builtin
+                    ? "type \"\(typeName)\" is built in: \"process\" is only for out-of-process transports "
+                        + "(\"external\"); use \"builtin\" or omit \"load\""
+                    : "type \"\(typeName)\" runs its driver as a child process: use \"process\" or omit \"load\""
             )
         }
         var configuration = JSONValue.object([])
@@ -275,7 +278,7 @@ struct ManifestDecoder {
             id: id,
             type: typeName,
             enabled: enabled,
-            load: .builtin,
+            load: load,
             configuration: configuration,
             path: path
         )

@@ -49,13 +49,22 @@ public struct TransportType: Sendable {
     public var name: String
     /// One line for `--help` and error messages.
     public var summary: String
+    /// How plugins of this type run: linked in (`builtin`) or as a supervised child process (`process`, the External
+    /// transport). A manifest entry's `load` must match it, and defaults to it.
+    public var load: PluginEntry.Load
     /// Validates the configuration and builds the transport. Must not start I/O: `config check` calls it too.
     /// - Throws: `ProximaError.invalidManifest` naming the JSON path under `context.configurationPath`.
     public var make: @Sendable (PluginContext) throws -> any Transport
 
-    public init(name: String, summary: String, make: @escaping @Sendable (PluginContext) throws -> any Transport) {
+    public init(
+        name: String,
+        summary: String,
+        load: PluginEntry.Load = .builtin,
+        make: @escaping @Sendable (PluginContext) throws -> any Transport
+    ) {
         self.name = name
         self.summary = summary
+        self.load = load
         self.make = make
     }
 }

@@ -51,6 +51,15 @@ enum ReadersCommand {
             await group.next()
             group.cancelAll()
         }
+        // Out-of-process drivers (the External transport) take a moment to start: give each up to 5 s to report.
+        let drivers = Set(kernel.manifest.enabledPlugins.filter { $0.load == .process }.map(\.id))
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(5)
+        while clock.now < end {
+            let reported = Set(await kernel.snapshot().readers.map(\.info.transport))
+            if drivers.isSubset(of: reported) { return }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     static func render(_ snapshot: PoolSnapshot) -> String {

@@ -51,6 +51,16 @@ import Testing
         #expect(run.stderr.isEmpty)
     }
 
+    @Test func readersListsTheReaderOfAnExternalDriver() throws {
+        let run = try Self.run(["readers", "--config", "Config/external-lanes.json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let line = run.stdout.split(separator: "\n").first { $0.hasPrefix("external/0 ") }
+        #expect(line?.contains("Proxima vpcd reader 127.0.0.1:35990") == true, "\(run.stdout)")
+        #expect(line?.split(separator: " ", omittingEmptySubsequences: true).contains("external") == true)
+        #expect(line?.hasSuffix("idle") == true)
+        #expect(run.stderr.contains("driver vpcd-reader 1.0 started"))
+    }
+
     @Test func configCheckDefaultsToTheEnvironmentThenConfig() throws {
         let run = try Self.run(["config", "check"], environment: ["PROXIMA_CONFIG": "/nonexistent/proxima.json"])
         #expect(run.status == 3)

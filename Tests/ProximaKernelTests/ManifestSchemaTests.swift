@@ -90,6 +90,7 @@ struct ManifestSchemaTests {
         "bad id characters",
         "id longer than 64 characters",
         "enabled not a boolean",
+        "load process for a built-in type",
         "load unknown",
         "config not an object",
         "lanes empty",
@@ -207,7 +208,7 @@ struct ManifestSchemaTests {
         }
         // Unknown plugin types may have any config object.
         let other = BrokenManifest.manifest(
-            plugins: #"[{ "id": "x", "type": "external", "config": { "anything": [1] } }]"#
+            plugins: #"[{ "id": "x", "type": "acme-reader", "config": { "anything": [1] } }]"#
         )
         #expect(try JSONSchemaCheck.errors(in: [other]) == [[]])
     }

@@ -211,10 +211,10 @@ struct BrokenManifest: Sendable, CustomTestStringConvertible {
             reason: "expected a boolean (true or false), found string"
         ),
         BrokenManifest(
-            name: "load process",
+            name: "load process for a built-in type",
             json: manifest(plugins: #"[{ "id": "fake", "type": "fake", "load": "process" }]"#),
             path: "plugins[0].load",
-            reason: "not available in this build"
+            reason: #"type "fake" is built in: "process" is only for out-of-process transports"#
         ),
         BrokenManifest(
             name: "load unknown",
