@@ -2,10 +2,12 @@ import Foundation
 import ProximaCardEmulator
 import ProximaCore
 
-/// `proxima cardsim --vpcd HOST:PORT --card FILE [--taps N] [--interval D]`.
+/// `proxima cardsim --vpcd HOST:PORT --card FILE [--taps N] [--interval D]`, or `--pn532 [--link PATH]` instead of
+/// `--vpcd` for an emulated PN532 on a pseudo-terminal.
 enum CardsimCommand {
     static let help = """
         USAGE: proxima cardsim --vpcd HOST:PORT --card FILE [--taps N] [--interval D]
+               proxima cardsim --pn532 [--link PATH] --card FILE [--taps N] [--interval D]
 
         Hosts a virtual card on a reader slot of vsmartcard's vpcd driver in pcscd, so that every PC/SC client
         (proxima with the pcsc transport, pcsc_scan, OpenSC) sees it in that reader. Prints one line each time the
@@ -22,10 +24,14 @@ enum CardsimCommand {
                              field until Ctrl-C, and comes back by itself when pcscd restarts.
 
         pcscd notices a card entering or leaving a vpcd reader within about 0.4 s (it polls).
+
+        With --pn532 the card sits on an emulated PN532 board on a pseudo-terminal instead: the first line printed
+        is its libnfc connstring (pn532_uart:/dev/pts/N), for LIBNFC_DEVICE=... nfc-list or a libnfc transport.
+          --link PATH        Also make PATH a symbolic link to the terminal (a name that survives restarts).
         """
 
     static func run(_ words: [String]) async throws -> ExitCode {
-        let args = try Arguments(words, valued: ["vpcd", "card", "taps", "interval"], flags: ["help"])
+        let args = try Arguments(words, valued: ["vpcd", "card", "taps", "interval", "link"], flags: ["help", "pn532"])
         if args.flag("help") {
             print(help)
             return .success
@@ -33,6 +39,7 @@ enum CardsimCommand {
         guard args.positionals.isEmpty else {
             throw UsageError("cardsim takes no arguments, found \"\(args.positionals[0])\"")
         }
+        if args.flag("pn532") { return try await runPN532(args) }
         guard let endpointText = args.value("vpcd") else { throw UsageError("cardsim needs --vpcd HOST:PORT") }
         guard let endpoint = VPCDCardHost.Endpoint(parsing: endpointText) else {
             throw UsageError(
@@ -71,6 +78,42 @@ enum CardsimCommand {
             printError("proxima cardsim: \(error.reason); trying again until it listens (Ctrl-C stops)")
         }
         return .success
+    }
+
+    /// `--pn532`: the card on an emulated PN532 on a pseudo-terminal, until Ctrl-C or the last tap.
+    static func runPN532(_ args: Arguments) async throws -> ExitCode {
+        guard args.value("vpcd") == nil else { throw UsageError("--pn532 and --vpcd exclude each other") }
+        guard let cardPath = args.value("card") else { throw UsageError("cardsim needs --card FILE") }
+        let card = try CardProfiles.load(contentsOf: cardPath)
+        let schedule = try schedule(args)
+        let host = PN532CardHost(linkPath: args.value("link")) { event in
+            switch event {
+            case .inserted(let name): print("inserted  \(name) into the PN532")
+            case .removed(let name, let apdus): print("removed   \(name) from the PN532 (\(apdus) APDUs)")
+            case .started, .stopped: return
+            }
+            flushStandardOutput()
+        }
+        try host.start()
+        print(host.connstring)
+        flushStandardOutput()
+        await host.run(schedule, card: card, clock: ContinuousClock())
+        host.stop()
+        return .success
+    }
+
+    /// The presence schedule of `--taps` and `--interval`.
+    static func schedule(_ args: Arguments) throws -> VPCDCardHost.Schedule {
+        let taps = try args.value("taps").map { _ in try args.integer("taps", default: 1, in: 1...1_000_000) }
+        let interval = try args.value("interval").map { text in
+            guard let duration = parseDuration(text) else {
+                throw UsageError("--interval must be a duration such as 500ms, 2s or 1.5 (seconds), got \"\(text)\"")
+            }
+            return duration
+        }
+        if taps == nil && interval == nil { return VPCDCardHost.Schedule() }
+        let period = interval ?? .seconds(1)
+        return VPCDCardHost.Schedule(taps: taps, present: period, absent: period)
     }
 
     /// `500ms`, `2s`, `1.5s` or a bare number of seconds; `nil` for anything else, zero, or over an hour.
