@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "FuzzAPDU", targets: ["FuzzAPDU"]),
         .executable(name: "FuzzManifest", targets: ["FuzzManifest"]),
         .executable(name: "FuzzEMV", targets: ["FuzzEMV"]),
+        .executable(name: "FuzzPN532", targets: ["FuzzPN532"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
@@ -48,6 +49,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "LibNFCTransport",
+            dependencies: ["ProximaCore", "CNFC"],
+            path: "Plugins/Transports/LibNFC",
+            swiftSettings: strict
+        ),
+        .target(
             name: "PaymentCapability",
             dependencies: ["ProximaCore"],
             path: "Plugins/Capabilities/Payment",
@@ -63,7 +70,7 @@ let package = Package(
             name: "Proxima",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "ProximaCardEmulator",
-                "IdentityCapability", "PaymentCapability", "ProximaCrypto",
+                "IdentityCapability", "PaymentCapability", "ProximaCrypto", "LibNFCTransport",
             ],
             swiftSettings: strict
         ),
@@ -84,6 +91,11 @@ let package = Package(
             name: "FuzzEMV",
             dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability"],
             path: "Fuzz/FuzzEMV"
+        ),
+        .executableTarget(
+            name: "FuzzPN532",
+            dependencies: ["ProximaCore", "ProximaCardEmulator"],
+            path: "Fuzz/FuzzPN532"
         ),
         .executableTarget(
             name: "FuzzManifest",
@@ -184,6 +196,14 @@ let package = Package(
             dependencies: [
                 "ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator", "PaymentCapability",
                 "ProximaTestSupport",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LibNFCTransportTests",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "Proxima", "LibNFCTransport", "ProximaCardEmulator",
+                "PaymentCapability",
             ],
             swiftSettings: strict
         ),

@@ -1,3 +1,4 @@
+import LibNFCTransport
 import PCSCTransport
 import ProximaCore
 public import ProximaKernel
@@ -28,6 +29,18 @@ public enum BuiltinPlugins {
                 PCSCTransport(
                     id: context.id,
                     configuration: try PCSCConfiguration(json: context.configuration, path: context.configurationPath)
+                )
+            }
+        )
+        registry.register(
+            TransportType(name: "libnfc", summary: "NFC devices through libnfc (PN532 on a UART, PN533, ACR122U)") {
+                context in
+                LibNFCTransport(
+                    id: context.id,
+                    configuration: try LibNFCConfiguration(
+                        json: context.configuration,
+                        path: context.configurationPath
+                    )
                 )
             }
         )

@@ -150,13 +150,14 @@ public final class PN532CardHost: Sendable {
     /// Closes the terminal, as the board's process dying would, and removes ``linkPath``. Waits until the serving
     /// thread has ended. The card stays in the (now unreachable) field.
     public func stop() {
-        guard let link = state.withLock({ state -> Link? in
-            defer {
-                state.link = nil
-                state.devicePath = ""
-            }
-            return state.link
-        })
+        guard
+            let link = state.withLock({ state -> Link? in
+                defer {
+                    state.link = nil
+                    state.devicePath = ""
+                }
+                return state.link
+            })
         else { return }
         if let linkPath { TerminalIO.unlinkPath(linkPath) }
         link.wakeUp.wake()

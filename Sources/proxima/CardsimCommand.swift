@@ -31,7 +31,11 @@ enum CardsimCommand {
         """
 
     static func run(_ words: [String]) async throws -> ExitCode {
-        let args = try Arguments(words, valued: ["vpcd", "card", "taps", "interval", "link"], flags: ["help", "pn532"])
+        let args = try Arguments(
+            words,
+            valued: ["vpcd", "card", "taps", "interval", "link"],
+            flags: ["help", "pn532"]
+        )
         if args.flag("help") {
             print(help)
             return .success
