@@ -19,10 +19,12 @@ let package = Package(
         .executable(name: "FuzzManifest", targets: ["FuzzManifest"]),
         .executable(name: "FuzzEMV", targets: ["FuzzEMV"]),
         .executable(name: "FuzzPN532", targets: ["FuzzPN532"]),
+        .executable(name: "FuzzCCID", targets: ["FuzzCCID"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
         .executable(name: "PaymentBenchmark", targets: ["PaymentBenchmark"]),
+        .executable(name: "LibNFCBenchmark", targets: ["LibNFCBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -52,6 +54,12 @@ let package = Package(
             name: "LibNFCTransport",
             dependencies: ["ProximaCore", "CNFC"],
             path: "Plugins/Transports/LibNFC",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "CCIDTransport",
+            dependencies: ["ProximaCore"],
+            path: "Plugins/Transports/CCID",
             swiftSettings: strict
         ),
         .target(
@@ -97,6 +105,7 @@ let package = Package(
             dependencies: ["ProximaCore", "ProximaCardEmulator"],
             path: "Fuzz/FuzzPN532"
         ),
+        .executableTarget(name: "FuzzCCID", dependencies: ["ProximaCore", "CCIDTransport"], path: "Fuzz/FuzzCCID"),
         .executableTarget(
             name: "FuzzManifest",
             dependencies: ["ProximaCore", "ProximaKernel", "Proxima"],
@@ -134,6 +143,13 @@ let package = Package(
                 "SimulatorTransport", "ProximaCrypto",
             ],
             path: "Benchmarks/PaymentBenchmark",
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "LibNFCBenchmark",
+            dependencies: ["ProximaCore", "LibNFCTransport", "ProximaCardEmulator", "CNFC"],
+            path: "Benchmarks/LibNFCBenchmark",
             swiftSettings: strict
         ),
 
@@ -207,6 +223,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .testTarget(name: "CCIDTransportTests", dependencies: ["ProximaCore", "CCIDTransport"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["proxima"], swiftSettings: strict),
         .testTarget(
             name: "SystemLibraryTests",
