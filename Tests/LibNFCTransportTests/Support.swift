@@ -19,12 +19,11 @@ func loadCard(_ file: String) throws -> any VirtualCard {
     try CardProfiles.load(contentsOf: configDirectory + "/cards/" + file)
 }
 
-/// A started PN532 emulator with `card` in its field, on a symbolic link in a fresh temporary folder (so the test can
-/// stop and restart it under the same name).
+/// A started PN532 emulator with `card` in its field, on a symbolic link with a fresh temporary name (so the test can
+/// stop and restart it under the same name; ``PN532CardHost/stop()`` removes the link).
 func startedHost(_ card: (any VirtualCard)?) throws -> PN532CardHost {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("proxima-pn532-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    let host = PN532CardHost(card: card, linkPath: folder.appendingPathComponent("ttyPN532").path)
+    let link = FileManager.default.temporaryDirectory.appendingPathComponent("proxima-pn532-\(UUID().uuidString)")
+    let host = PN532CardHost(card: card, linkPath: link.path)
     try host.start()
     return host
 }
