@@ -4,6 +4,7 @@ import PaymentCapability
 import ProximaCardEmulator
 import ProximaCore
 import ProximaKernel
+import Synchronization
 import Testing
 
 /// libnfc's real `pn532_uart` driver against the PN532 emulator on a pseudo-terminal: Proxima's libnfc transport
@@ -223,6 +224,49 @@ struct LibNFCLiveTests {
             await channel.close()
             host.clearFaults()
             try await log.wait(for: "recovered") { $0 == .recovered(reader) }
+        }
+    }
+
+    @Test("waiting for a card on an empty field ends with cancelled when the task is cancelled")
+    func cancelledWhileWaiting() async throws {
+        let host = try startedHost(nil)
+        defer { host.stop() }
+        let nfc = transport(for: [host])
+        let reader = nfc.readerID(forConnstring: host.connstring)
+        try await withTransport(nfc) { log in
+            let waiting = Task { await errorCode { try await nfc.openChannel(to: reader) } }
+            waiting.cancel()
+            #expect(await waiting.value == .cancelled)
+            #expect(!log.events.contains(.cardPresent(reader)))
+        }
+    }
+
+    @Test("the emulator's schedule inserts and removes the card; the transport reports each presence")
+    func insertRemoveSchedule() async throws {
+        let host = try startedHost(nil)
+        defer { host.stop() }
+        let nfc = transport(for: [host])
+        let reader = nfc.readerID(forConnstring: host.connstring)
+        let card = try loadCard("pay-visa-qvsdc.json")
+        try await withTransport(nfc) { log in
+            try await log.wait(for: "appeared") {
+                if case .appeared = $0 { return true }
+                return false
+            }
+            let schedule = VPCDCardHost.Schedule(taps: 2, present: .milliseconds(300), absent: .milliseconds(300))
+            await host.run(schedule, card: card, clock: ContinuousClock())
+            let removals = Mutex(0)
+            try await log.wait(for: "two removals") { event in
+                removals.withLock { count in
+                    if event == .cardRemoved(reader) { count += 1 }
+                    return count >= 2
+                }
+            }
+            let presence = log.events.filter { $0 == .cardPresent(reader) || $0 == .cardRemoved(reader) }
+            #expect(
+                presence == [.cardPresent(reader), .cardRemoved(reader), .cardPresent(reader), .cardRemoved(reader)]
+            )
+            #expect(!host.hasCard)
         }
     }
 }

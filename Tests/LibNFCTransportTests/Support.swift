@@ -49,9 +49,14 @@ final class EventLog: Sendable {
     func record(_ event: ReaderEvent) {
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.events.append(event)
-            let ready = state.waiters.filter { $0.predicate(event) }
-            state.waiters.removeAll { $0.predicate(event) }
-            return ready.map(\.continuation)
+            // Each predicate sees each event once (a predicate may count).
+            var ready: [CheckedContinuation<Void, Never>] = []
+            var waiting: [Waiter] = []
+            for waiter in state.waiters {
+                if waiter.predicate(event) { ready.append(waiter.continuation) } else { waiting.append(waiter) }
+            }
+            state.waiters = waiting
+            return ready
         }
         for continuation in ready { continuation.resume() }
     }
@@ -59,7 +64,8 @@ final class EventLog: Sendable {
     var events: [ReaderEvent] { state.withLock { $0.events } }
     var count: Int { state.withLock { $0.events.count } }
 
-    /// Waits until an event matching `predicate` is recorded at index `from` or later; throws after `limit`.
+    /// Waits until an event matching `predicate` is recorded at index `from` or later; throws after `limit`. The
+    /// predicate sees each event once, in order, under the log's lock (so it must not read the log).
     func wait(
         from: Int = 0,
         within limit: Duration = .seconds(10),
