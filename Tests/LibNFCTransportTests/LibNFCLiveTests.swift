@@ -269,4 +269,22 @@ struct LibNFCLiveTests {
             #expect(!host.hasCard)
         }
     }
+
+    @Test("a second connect waits while the first channel is open, and gets the card when it closes")
+    func secondConnectWaitsForTheFirst() async throws {
+        let host = try startedHost(try loadCard("pay-visa-qvsdc.json"))
+        defer { host.stop() }
+        let nfc = transport(for: [host])
+        let reader = nfc.readerID(forConnstring: host.connstring)
+        try await withTransport(nfc) { log in
+            let first = try await nfc.openChannel(to: reader)
+            let second = Task { try await nfc.openChannel(to: reader) }
+            #expect(try await first.transmit(selectPPSE).status == .success)
+            await first.close()
+            let channel = try await second.value
+            #expect(try await channel.transmit(selectPPSE).status == .success)
+            await channel.close()
+            #expect(log.events.filter { $0 == .cardPresent(reader) }.count == 1)
+        }
+    }
 }

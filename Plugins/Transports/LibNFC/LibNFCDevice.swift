@@ -306,9 +306,16 @@ final class LibNFCDevice: Sendable {
         }
     }
 
-    /// Gives the card back to the poll loop (a channel closed).
+    /// Gives the card back (a channel closed): to the next caller waiting for it, or to the poll loop.
     func release() {
-        shared.withLock { $0.inUse = false }
+        let handover = shared.withLock { shared -> (Waiter, LibNFCCard)? in
+            guard let card = shared.card, !shared.waiters.isEmpty else {
+                shared.inUse = false
+                return nil
+            }
+            return (shared.waiters.removeFirst().continuation, card)
+        }
+        if let (waiter, card) = handover { waiter.resume(returning: card) }
     }
 
     /// One APDU to card presence `generation`, on the queue.
