@@ -31,6 +31,7 @@ test: test-deps
 	$(SWIFT) build --build-tests $(WERROR)
 	@mkdir -p .build/logs
 	set -o pipefail; scripts/with-test-services.sh $(SWIFT) test --skip-build 2>&1 | tee .build/logs/test.log
+	set -o pipefail; SWIFT=$(SWIFT) scripts/umockdev-tests.sh 2>&1 | tee -a .build/logs/test.log
 	scripts/scan-for-pans.sh .build/logs/test.log var
 
 lint:

@@ -32,6 +32,7 @@ let package = Package(
         .systemLibrary(name: "CPCSCLite", pkgConfig: "libpcsclite", providers: [.apt(["libpcsclite-dev"])]),
         .systemLibrary(name: "CNFC", pkgConfig: "libnfc", providers: [.apt(["libnfc-dev", "libusb-dev"])]),
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
+        .systemLibrary(name: "CUmockdev", pkgConfig: "umockdev-1.0", providers: [.apt(["libumockdev-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         .target(name: "ProximaCore", swiftSettings: strict),
@@ -58,7 +59,7 @@ let package = Package(
         ),
         .target(
             name: "CCIDTransport",
-            dependencies: ["ProximaCore"],
+            dependencies: ["ProximaCore", "CLibUSB"],
             path: "Plugins/Transports/CCID",
             swiftSettings: strict
         ),
@@ -78,7 +79,7 @@ let package = Package(
             name: "Proxima",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "ProximaCardEmulator",
-                "IdentityCapability", "PaymentCapability", "ProximaCrypto", "LibNFCTransport",
+                "IdentityCapability", "PaymentCapability", "ProximaCrypto", "LibNFCTransport", "CCIDTransport",
             ],
             swiftSettings: strict
         ),
@@ -223,7 +224,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "CCIDTransportTests", dependencies: ["ProximaCore", "CCIDTransport"], swiftSettings: strict),
+        // A CCID reader emulated under umockdev (usbdevfs ioctls answered in-process), for the libusb tests.
+        .target(name: "CCIDReaderMock", dependencies: ["CUmockdev"], path: "Tests/CCIDReaderMock"),
+        .testTarget(
+            name: "CCIDTransportTests",
+            dependencies: [
+                "ProximaCore", "CCIDTransport", "CCIDReaderMock", "ProximaCardEmulator", "ProximaKernel", "Proxima",
+                "PaymentCapability",
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "CLITests", dependencies: ["proxima"], swiftSettings: strict),
         .testTarget(
             name: "SystemLibraryTests",

@@ -1,3 +1,4 @@
+import CCIDTransport
 import LibNFCTransport
 import PCSCTransport
 import ProximaCore
@@ -41,6 +42,14 @@ public enum BuiltinPlugins {
                         json: context.configuration,
                         path: context.configurationPath
                     )
+                )
+            }
+        )
+        registry.register(
+            TransportType(name: "ccid", summary: "USB CCID readers through libusb, without pcscd") { context in
+                CCIDTransport(
+                    id: context.id,
+                    configuration: try CCIDConfiguration(json: context.configuration, path: context.configurationPath)
                 )
             }
         )
