@@ -25,6 +25,7 @@ let package = Package(
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
         .executable(name: "PaymentBenchmark", targets: ["PaymentBenchmark"]),
         .executable(name: "LibNFCBenchmark", targets: ["LibNFCBenchmark"]),
+        .executable(name: "CCIDBenchmark", targets: ["CCIDBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -151,6 +152,13 @@ let package = Package(
             name: "LibNFCBenchmark",
             dependencies: ["ProximaCore", "LibNFCTransport", "ProximaCardEmulator", "CNFC"],
             path: "Benchmarks/LibNFCBenchmark",
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "CCIDBenchmark",
+            dependencies: ["ProximaCore", "CCIDTransport", "CCIDReaderMock", "ProximaCardEmulator", "CLibUSB"],
+            path: "Benchmarks/CCIDBenchmark",
             swiftSettings: strict
         ),
 
