@@ -3,47 +3,52 @@ import LibNFCTransport
 import ProximaCore
 import Testing
 
-/// `proxima cardsim --pn532` as a separate process, killed with SIGKILL as a crash would: libnfc's `pn532_uart`
-/// driver sees the terminal die, the reader is faulted, and it recovers once a new emulator serves the same link.
-@Suite(
-    "libnfc transport against a proxima cardsim --pn532 process",
-    .serialized,
-    .enabled(if: CardsimProcess.executable != nil),
-    .timeLimit(.minutes(1))
-)
-struct CardsimProcessTests {
-    @Test("the emulator process killed with SIGKILL: fault, then recovered when it is started again")
-    func emulatorProcessKilled() async throws {
-        let link = FileManager.default.temporaryDirectory.appendingPathComponent("proxima-cardsim-\(UUID().uuidString)")
+extension LibNFCLiveTests {
+    // Nested in the serialized libnfc suite: a killed emulator leaves its link pointing at a pty number the kernel may
+    // give the next emulator, so no other emulator may start while this one is down.
+    /// `proxima cardsim --pn532` as a separate process, killed with SIGKILL as a crash would: libnfc's `pn532_uart`
+    /// driver sees the terminal die, the reader is faulted, and it recovers once a new emulator serves the same link.
+    @Suite(
+        "libnfc transport against a proxima cardsim --pn532 process",
+        .enabled(if: CardsimProcess.executable != nil),
+        .timeLimit(.minutes(1))
+    )
+    struct CardsimProcessTests {
+        @Test("the emulator process killed with SIGKILL: fault, then recovered when it is started again")
+        func emulatorProcessKilled() async throws {
+            let link = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "proxima-cardsim-\(UUID().uuidString)"
+            )
             .path
-        // SIGKILL leaves the link behind, as a crash would.
-        defer { try? FileManager.default.removeItem(atPath: link) }
-        var emulator = try CardsimProcess(link: link)
-        #expect(emulator.connstring == "pn532_uart:" + link)
-        let nfc = LibNFCTransport(
-            id: "nfc",
-            configuration: LibNFCConfiguration(devices: [emulator.connstring], pollPeriod: .milliseconds(20))
-        )
-        let reader = nfc.readerID(forConnstring: emulator.connstring)
-        let log = EventLog()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await nfc.run() }
-            group.addTask { for await event in nfc.events { log.record(event) } }
-            try await log.wait(for: "card present") { $0 == .cardPresent(reader) }
-            emulator.kill()
-            try await log.wait(for: "fault") {
-                if case .fault(reader, _) = $0 { return true }
-                return false
+            // SIGKILL leaves the link behind, as a crash would.
+            defer { try? FileManager.default.removeItem(atPath: link) }
+            var emulator = try CardsimProcess(link: link)
+            #expect(emulator.connstring == "pn532_uart:" + link)
+            let nfc = LibNFCTransport(
+                id: "nfc",
+                configuration: LibNFCConfiguration(devices: [emulator.connstring], pollPeriod: .milliseconds(20))
+            )
+            let reader = nfc.readerID(forConnstring: emulator.connstring)
+            let log = EventLog()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await nfc.run() }
+                group.addTask { for await event in nfc.events { log.record(event) } }
+                try await log.wait(for: "card present") { $0 == .cardPresent(reader) }
+                emulator.kill()
+                try await log.wait(for: "fault") {
+                    if case .fault(reader, _) = $0 { return true }
+                    return false
+                }
+                let faulted = log.count
+                emulator = try CardsimProcess(link: link)
+                try await log.wait(from: faulted - 1, for: "recovered") { $0 == .recovered(reader) }
+                let channel = try await nfc.openChannel(to: reader)
+                #expect(try await channel.transmit(selectPPSE).status == .success)
+                await channel.close()
+                group.cancelAll()
             }
-            let faulted = log.count
-            emulator = try CardsimProcess(link: link)
-            try await log.wait(from: faulted - 1, for: "recovered") { $0 == .recovered(reader) }
-            let channel = try await nfc.openChannel(to: reader)
-            #expect(try await channel.transmit(selectPPSE).status == .success)
-            await channel.close()
-            group.cancelAll()
+            emulator.kill()
         }
-        emulator.kill()
     }
 }
 
