@@ -70,12 +70,12 @@ let selectPPSE = try! CommandAPDU(
     expectedLength: 256
 )
 
-func ccidTransport(timeout: Duration = .seconds(2)) -> CCIDTransport {
+func ccidTransport(timeout: Duration = .seconds(2), pollPeriod: Duration = .milliseconds(20)) -> CCIDTransport {
     CCIDTransport(
         id: "ccid",
         configuration: CCIDConfiguration(
             devices: [CCIDConfiguration.DeviceID(vendor: 0x1209, product: 0xCC1D)],
-            pollPeriod: .milliseconds(20),
+            pollPeriod: pollPeriod,
             transferTimeout: timeout
         )
     )
@@ -240,6 +240,23 @@ struct CCIDUmockdevTests {
             let second = try await transport.openChannel(to: Self.reader1)
             #expect(try await second.transmit(selectPPSE).status == .success)
             await second.close()
+            #expect(events.withLock { $0.filter { $0 == .cardPresent(Self.reader1) }.count } == 2)
+        }
+    }
+
+    @Test("card events come from NotifySlotChange on the interrupt endpoint, without waiting for a poll")
+    func notifySlotChange() async throws {
+        let readers = try MockReaders(count: 1)
+        // A poll period far beyond the test's limits: only the interrupt endpoint can report these changes in time.
+        let transport = ccidTransport(pollPeriod: .seconds(600))
+        try await withRunning(transport) { events in
+            try await events.wait(for: "card present") { $0 == .cardPresent(Self.reader1) }
+            ccid_mock_set_card_present(readers.mock, 1, 0)
+            try await events.wait(for: "removal") { $0 == .cardRemoved(Self.reader1) }
+            ccid_mock_set_card_present(readers.mock, 1, 1)
+            let channel = try await transport.openChannel(to: Self.reader1)
+            #expect(try await channel.transmit(selectPPSE).status == .success)
+            await channel.close()
             #expect(events.withLock { $0.filter { $0 == .cardPresent(Self.reader1) }.count } == 2)
         }
     }

@@ -66,11 +66,13 @@ final class CCIDDevice: Sendable {
     private let interfaceNumber: Int32
     private let bulkOut: UInt8
     private let bulkIn: UInt8
+    private let interruptIn: UInt8?
     private let events: AsyncStream<ReaderEvent>.Continuation
 
     private struct Link {
         var handle: OpaquePointer?
         var pipe: LibUSBPipe?
+        var watcher: SlotChangeWatcher?
         var exchanges: [CCIDSlotExchange]
         var reopenDelay = CCIDDevice.minimumReopenDelay
     }
@@ -103,6 +105,7 @@ final class CCIDDevice: Sendable {
         interfaceNumber: Int32,
         bulkOut: UInt8,
         bulkIn: UInt8,
+        interruptIn: UInt8?,
         descriptor: CCIDClassDescriptor,
         configuration: CCIDConfiguration,
         events: AsyncStream<ReaderEvent>.Continuation
@@ -113,6 +116,7 @@ final class CCIDDevice: Sendable {
         self.interfaceNumber = interfaceNumber
         self.bulkOut = bulkOut
         self.bulkIn = bulkIn
+        self.interruptIn = interruptIn
         self.descriptor = descriptor
         self.configuration = configuration
         self.events = events
@@ -151,6 +155,9 @@ final class CCIDDevice: Sendable {
     }
 
     private func close(_ link: inout Link) {
+        // The watcher's transfer uses the handle: it ends first.
+        link.watcher?.stop()
+        link.watcher = nil
         if let handle = link.handle {
             _ = libusb_release_interface(handle, interfaceNumber)
             libusb_close(handle)
@@ -203,6 +210,15 @@ final class CCIDDevice: Sendable {
         return configuration.pollPeriod
     }
 
+    /// A NotifySlotChange arrived: look at the slots now rather than at the next poll.
+    private func slotsChanged() {
+        guard !shared.withLock({ $0.stopped || $0.vanished }) else { return }
+        link.withLock { link in
+            guard link.pipe != nil else { return }
+            _ = step(&link)
+        }
+    }
+
     /// Runs `body` on slot `slot`'s exchange and the pipe, and keeps what they became (the next `bSeq`, the buffer),
     /// whether it returns or throws.
     private func withSlot<T>(
@@ -242,6 +258,19 @@ final class CCIDDevice: Sendable {
             timeoutMilliseconds: UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000),
             buffer: [UInt8](repeating: 0, count: max(descriptor.maximumMessageLength, 271))
         )
+        if let interruptIn {
+            let watcher = SlotChangeWatcher(
+                handle: handle,
+                endpoint: interruptIn,
+                slots: slotReaders.count,
+                label: "ccid-interrupt:\(name)"
+            ) { [weak self] in
+                guard let self else { return }
+                self.queue.async { self.slotsChanged() }
+            }
+            watcher.start()
+            link.watcher = watcher
+        }
         return nil
     }
 
@@ -408,6 +437,58 @@ final class CCIDDevice: Sendable {
         } catch {
             return .failure(ProximaError(.transmitFailed, "XfrBlock on \(name): \(error)", reader: reader))
         }
+    }
+}
+
+/// Waits for RDR_to_PC_NotifySlotChange on a reader's interrupt endpoint, on a queue of its own (the transfer blocks),
+/// in 200 ms slices so ``stop()`` takes effect; calls `changed` when a slot's card came or went.
+final class SlotChangeWatcher: Sendable {
+    private let handle: UnsafeSendableDevice
+    private let endpoint: UInt8
+    private let slots: Int
+    private let queue: DispatchQueue
+    private let changed: @Sendable () -> Void
+    private let stopped = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(handle: OpaquePointer, endpoint: UInt8, slots: Int, label: String, changed: @escaping @Sendable () -> Void) {
+        self.handle = UnsafeSendableDevice(pointer: handle)
+        self.endpoint = endpoint
+        self.slots = slots
+        self.changed = changed
+        queue = DispatchQueue(label: label)
+    }
+
+    func start() {
+        queue.async { [self] in
+            var buffer = [UInt8](repeating: 0, count: 64)
+            while !stopped.load(ordering: .relaxed) {
+                var transferred: Int32 = 0
+                let status = buffer.withUnsafeMutableBufferPointer {
+                    libusb_interrupt_transfer(
+                        handle.pointer,
+                        endpoint,
+                        $0.baseAddress,
+                        Int32($0.count),
+                        &transferred,
+                        200
+                    )
+                }
+                if status == LibUSBStatus.timeout.rawValue { continue }
+                guard status == 0 else { break }
+                let message = Array(buffer.prefix(Int(max(0, transferred))))
+                if let change = try? CCIDSlotChange(bytes: message, slots: slots), change.changed.contains(true) {
+                    changed()
+                }
+            }
+            finished.signal()
+        }
+    }
+
+    /// Ends the loop and waits for it (at most one 200 ms slice).
+    func stop() {
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        finished.wait()
     }
 }
 

@@ -8,8 +8,9 @@ internal import Synchronization
 /// **Readers.** ``run()`` initialises a libusb context and lists the USB devices; every interface of class `0B`
 /// whose device matches ``CCIDConfiguration/devices`` (all, when empty) with a CCID class descriptor at an APDU
 /// exchange level becomes one reader per slot, named `VID:PID BUS-ADDRESS slot N` and reported `.appeared`. Each
-/// reader has a serial queue on which all its libusb calls run (``CCIDDevice``): it claims the interface, polls its
-/// slots with GetSlotStatus, powers cards on, and carries APDUs as XfrBlocks. Readers plugged in after ``run()``
+/// reader has a serial queue on which all its libusb calls run (``CCIDDevice``): it claims the interface, looks at its
+/// slots (GetSlotStatus) whenever RDR_to_PC_NotifySlotChange arrives on the interrupt endpoint and every poll period
+/// besides, powers cards on, and carries APDUs as XfrBlocks. Readers plugged in after ``run()``
 /// started are not seen (hotplug through libusb's callbacks is not implemented yet); one unplugged is reported
 /// `.vanished` when its next transfer fails with `LIBUSB_ERROR_NO_DEVICE`.
 public final class CCIDTransport: Transport {
@@ -68,7 +69,9 @@ public final class CCIDTransport: Transport {
         }
         let never = AsyncStream<Void> { _ in }
         for await _ in never {}
-        for device in devices { await device.stop() }
+        await withTaskGroup(of: Void.self) { group in
+            for device in devices { group.addTask { await device.stop() } }
+        }
         libusb_exit(context)
         eventContinuation.finish()
     }
@@ -107,8 +110,12 @@ public final class CCIDTransport: Transport {
                 else { continue }
                 var bulkOut: UInt8? = nil
                 var bulkIn: UInt8? = nil
+                var interruptIn: UInt8? = nil
                 for endpointIndex in 0..<Int(setting.bNumEndpoints) {
                     let endpoint = setting.endpoint[endpointIndex]
+                    if endpoint.bmAttributes & 0x03 == 0x03, endpoint.bEndpointAddress & 0x80 != 0 {
+                        interruptIn = endpoint.bEndpointAddress
+                    }
                     guard endpoint.bmAttributes & 0x03 == 0x02 else { continue }
                     if endpoint.bEndpointAddress & 0x80 != 0 {
                         bulkIn = endpoint.bEndpointAddress
@@ -129,6 +136,7 @@ public final class CCIDTransport: Transport {
                         interfaceNumber: Int32(setting.bInterfaceNumber),
                         bulkOut: bulkOut,
                         bulkIn: bulkIn,
+                        interruptIn: interruptIn,
                         descriptor: descriptor,
                         configuration: configuration,
                         events: eventContinuation
