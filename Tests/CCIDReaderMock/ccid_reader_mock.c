@@ -24,6 +24,7 @@ struct reader {
     int wrong_sequence;
     int slot_error;
     int busy;
+    int unplugged;
     int apdus;
     UMockdevIoctlBase *handler;
     GQueue in_urbs;      // bulk IN urbs waiting for an answer
@@ -147,6 +148,11 @@ static gboolean handle_ioctl(UMockdevIoctlBase *handler, UMockdevIoctlClient *cl
     gulong request = umockdev_ioctl_client_get_request(client);
     g_mutex_lock(&current->lock);
     gboolean handled = TRUE;
+    if (r->unplugged && (request == USBDEVFS_SUBMITURB || request == USBDEVFS_CLAIMINTERFACE)) {
+        umockdev_ioctl_client_complete(client, -1, ENODEV);
+        g_mutex_unlock(&current->lock);
+        return TRUE;
+    }
     switch (request) {
     case USBDEVFS_GET_CAPABILITIES: {
         g_autoptr(UMockdevIoctlData) d = umockdev_ioctl_data_resolve(arg, 0, sizeof(guint32), NULL);
@@ -335,7 +341,19 @@ void ccid_mock_set_busy(ccid_mock *mock, int index, int busy) {
 }
 
 void ccid_mock_unplug(ccid_mock *mock, int index) {
+    g_mutex_lock(&mock->lock);
+    mock->readers[index].unplugged = 1;
+    g_mutex_unlock(&mock->lock);
     umockdev_testbed_uevent(mock->testbed, mock->readers[index].syspath, "remove");
+}
+
+void ccid_mock_replug(ccid_mock *mock, int index) {
+    g_mutex_lock(&mock->lock);
+    struct reader *r = &mock->readers[index];
+    r->unplugged = 0;
+    while (!g_queue_is_empty(&r->answers)) g_bytes_unref(g_queue_pop_head(&r->answers));
+    g_mutex_unlock(&mock->lock);
+    umockdev_testbed_uevent(mock->testbed, r->syspath, "add");
 }
 
 int ccid_mock_apdu_count(ccid_mock *mock, int index) {

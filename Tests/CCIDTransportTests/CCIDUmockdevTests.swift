@@ -76,7 +76,8 @@ func ccidTransport(timeout: Duration = .seconds(2), pollPeriod: Duration = .mill
         configuration: CCIDConfiguration(
             devices: [CCIDConfiguration.DeviceID(vendor: 0x1209, product: 0xCC1D)],
             pollPeriod: pollPeriod,
-            transferTimeout: timeout
+            transferTimeout: timeout,
+            rescanPeriod: .milliseconds(100)
         )
     )
 }
@@ -93,6 +94,16 @@ extension EventBox {
         let clock = ContinuousClock()
         let end = clock.now + .seconds(5)
         while !withLock({ $0.contains(where: predicate) }) {
+            guard clock.now < end else { throw ProximaError(.deadlineExceeded, "no \(what) within 5 s") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Waits (at most 5 s) until `condition` holds for the events so far.
+    func waitUntil(_ what: String, _ condition: @escaping @Sendable ([ReaderEvent]) -> Bool) async throws {
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(5)
+        while !condition(withLock { $0 }) {
             guard clock.now < end else { throw ProximaError(.deadlineExceeded, "no \(what) within 5 s") }
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -258,6 +269,25 @@ struct CCIDUmockdevTests {
             #expect(try await channel.transmit(selectPPSE).status == .success)
             await channel.close()
             #expect(events.withLock { $0.filter { $0 == .cardPresent(Self.reader1) }.count } == 2)
+        }
+    }
+
+    @Test("a reader unplugged (uevent, ENODEV) is reported vanished; plugged back, it appears again and reads")
+    func unplugAndReplug() async throws {
+        let readers = try MockReaders(count: 1)
+        let transport = ccidTransport()
+        try await withRunning(transport) { events in
+            try await events.wait(for: "card present") { $0 == .cardPresent(Self.reader1) }
+            ccid_mock_unplug(readers.mock, 1)
+            try await events.wait(for: "vanished") { $0 == .vanished(Self.reader1) }
+            #expect(await errorCode { try await transport.openChannel(to: Self.reader1) } == .readerVanished)
+            ccid_mock_replug(readers.mock, 1)
+            try await events.waitUntil("second appearance") { seen in
+                seen.filter { if case .appeared = $0 { true } else { false } }.count >= 2
+            }
+            let channel = try await transport.openChannel(to: Self.reader1)
+            #expect(try await channel.transmit(selectPPSE).status == .success)
+            await channel.close()
         }
     }
 

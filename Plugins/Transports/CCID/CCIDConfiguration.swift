@@ -11,6 +11,8 @@ public import ProximaCore
 ///   default 100.
 /// - `transferTimeoutMs`: how long one bulk transfer may take (a card's answer, time extensions aside). 10…60,000;
 ///   default 5,000.
+/// - `rescanPeriodMs`: how often the USB device list is read again for readers plugged in (or back in) since.
+///   100…60,000; default 1,000.
 /// - `readerIDPrefix`: reader ids are this prefix and the reader name; default the plugin id and `/`.
 public struct CCIDConfiguration: Hashable, Sendable {
     public struct DeviceID: Hashable, Sendable, CustomStringConvertible {
@@ -30,17 +32,20 @@ public struct CCIDConfiguration: Hashable, Sendable {
     public var devices: [DeviceID]
     public var pollPeriod: Duration
     public var transferTimeout: Duration
+    public var rescanPeriod: Duration
     public var readerIDPrefix: String?
 
     public init(
         devices: [DeviceID] = [],
         pollPeriod: Duration = .milliseconds(100),
         transferTimeout: Duration = .seconds(5),
+        rescanPeriod: Duration = .seconds(1),
         readerIDPrefix: String? = nil
     ) {
         self.devices = devices
         self.pollPeriod = pollPeriod
         self.transferTimeout = transferTimeout
+        self.rescanPeriod = rescanPeriod
         self.readerIDPrefix = readerIDPrefix
     }
 
@@ -64,6 +69,7 @@ public struct CCIDConfiguration: Hashable, Sendable {
         self.devices = devices ?? []
         pollPeriod = .milliseconds(try object.optionalInteger("pollPeriodMs", in: 10...10_000) ?? 100)
         transferTimeout = .milliseconds(try object.optionalInteger("transferTimeoutMs", in: 10...60_000) ?? 5000)
+        rescanPeriod = .milliseconds(try object.optionalInteger("rescanPeriodMs", in: 100...60_000) ?? 1000)
         readerIDPrefix = try object.optionalString("readerIDPrefix", nonEmpty: false)
         try object.finish()
     }

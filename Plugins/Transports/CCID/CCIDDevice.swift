@@ -137,6 +137,9 @@ final class CCIDDevice: Sendable {
 
     func start() { queue.async { self.tick() } }
 
+    /// Whether the reader was unplugged (its transport finds it anew on a rescan once it is back).
+    var isVanished: Bool { shared.withLock { $0.vanished } }
+
     /// Stops the loop, fails the waiters, releases and closes the interface after whatever runs on the queue.
     func stop() async {
         let waiters = shared.withLock { shared -> [Waiter] in

@@ -10,9 +10,9 @@ internal import Synchronization
 /// exchange level becomes one reader per slot, named `VID:PID BUS-ADDRESS slot N` and reported `.appeared`. Each
 /// reader has a serial queue on which all its libusb calls run (``CCIDDevice``): it claims the interface, looks at its
 /// slots (GetSlotStatus) whenever RDR_to_PC_NotifySlotChange arrives on the interrupt endpoint and every poll period
-/// besides, powers cards on, and carries APDUs as XfrBlocks. Readers plugged in after ``run()``
-/// started are not seen (hotplug through libusb's callbacks is not implemented yet); one unplugged is reported
-/// `.vanished` when its next transfer fails with `LIBUSB_ERROR_NO_DEVICE`.
+/// besides, powers cards on, and carries APDUs as XfrBlocks. A reader unplugged is reported `.vanished` when its next
+/// transfer fails with `LIBUSB_ERROR_NO_DEVICE`. Readers plugged in (or back in) are found by reading the device list
+/// again every ``CCIDConfiguration/rescanPeriod``: libusb's hotplug callbacks need udev, which containers lack.
 public final class CCIDTransport: Transport {
     public let id: String
     public let configuration: CCIDConfiguration
@@ -50,30 +50,40 @@ public final class CCIDTransport: Transport {
             eventContinuation.finish()
             throw ProximaError(.pluginFailed, "CCID transport \"\(id)\": libusb_init failed with \(status)")
         }
-        let devices = discover(context)
-        for device in devices {
-            for (slot, reader) in device.slotReaders.enumerated() {
-                slots.withLock { $0[reader] = (device, slot) }
-                eventContinuation.yield(
-                    .appeared(
-                        ReaderInfo(
-                            id: reader,
-                            name: "\(device.name) slot \(slot)",
-                            transport: id,
-                            supportsExtendedLength: device.descriptor.exchangeLevel == .extendedAPDU
-                        )
-                    )
-                )
+        var live: [String: CCIDDevice] = [:]
+        var all: [CCIDDevice] = []
+        while !Task.isCancelled {
+            // No udev in containers, so no hotplug events: the device list is read again every rescan period, and
+            // readers plugged in (or back in) since are started.
+            for device in discover(context) where live[device.name].map(\.isVanished) ?? true {
+                live[device.name] = device
+                all.append(device)
+                start(device)
             }
-            device.start()
+            try? await Task.sleep(for: configuration.rescanPeriod)
         }
-        let never = AsyncStream<Void> { _ in }
-        for await _ in never {}
         await withTaskGroup(of: Void.self) { group in
-            for device in devices { group.addTask { await device.stop() } }
+            for device in all { group.addTask { await device.stop() } }
         }
         libusb_exit(context)
         eventContinuation.finish()
+    }
+
+    private func start(_ device: CCIDDevice) {
+        for (slot, reader) in device.slotReaders.enumerated() {
+            slots.withLock { $0[reader] = (device, slot) }
+            eventContinuation.yield(
+                .appeared(
+                    ReaderInfo(
+                        id: reader,
+                        name: "\(device.name) slot \(slot)",
+                        transport: id,
+                        supportsExtendedLength: device.descriptor.exchangeLevel == .extendedAPDU
+                    )
+                )
+            )
+        }
+        device.start()
     }
 
     private func discover(_ context: OpaquePointer) -> [CCIDDevice] {

@@ -31,8 +31,11 @@ void ccid_mock_wrong_sequence(ccid_mock *mock, int index, int count);
 void ccid_mock_slot_error(ccid_mock *mock, int index, uint8_t error);
 /// CLAIMINTERFACE on reader `index` fails with EBUSY (another driver holds it) while `busy`.
 void ccid_mock_set_busy(ccid_mock *mock, int index, int busy);
-/// Unplugs reader `index` (a "remove" uevent; its device node stays until replugged).
+/// Unplugs reader `index`: a "remove" uevent, and every transfer or claim fails with ENODEV (libusb's
+/// LIBUSB_ERROR_NO_DEVICE) until it is replugged.
 void ccid_mock_unplug(ccid_mock *mock, int index);
+/// Plugs reader `index` back in (an "add" uevent; transfers work again).
+void ccid_mock_replug(ccid_mock *mock, int index);
 /// XfrBlocks reader `index` answered.
 int ccid_mock_apdu_count(ccid_mock *mock, int index);
 
