@@ -5,7 +5,7 @@ SWIFT ?= swift
 SWIFT_FORMAT ?= $(SWIFT) format
 WERROR := -Xswiftc -warnings-as-errors
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS := FuzzBERTLV FuzzAPDU FuzzManifest FuzzEMV FuzzDriverFrame
+FUZZ_TARGETS := FuzzBERTLV FuzzAPDU FuzzManifest FuzzEMV FuzzDriverFrame FuzzPN532 FuzzCCID
 SWIFT_SOURCES := Package.swift Sources Plugins Tests Benchmarks Fuzz
 
 .PHONY: all deps test-deps build demo test lint format bench fuzz clean
@@ -33,6 +33,7 @@ test: test-deps
 	$(SWIFT) build --build-tests $(WERROR)
 	@mkdir -p .build/logs
 	set -o pipefail; scripts/with-test-services.sh $(SWIFT) test --skip-build 2>&1 | tee .build/logs/test.log
+	set -o pipefail; SWIFT=$(SWIFT) scripts/umockdev-tests.sh 2>&1 | tee -a .build/logs/test.log
 	scripts/scan-for-pans.sh .build/logs/test.log var
 	scripts/api-inventory.py
 

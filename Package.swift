@@ -21,11 +21,15 @@ let package = Package(
         .executable(name: "FuzzManifest", targets: ["FuzzManifest"]),
         .executable(name: "FuzzEMV", targets: ["FuzzEMV"]),
         .executable(name: "FuzzDriverFrame", targets: ["FuzzDriverFrame"]),
+        .executable(name: "FuzzPN532", targets: ["FuzzPN532"]),
+        .executable(name: "FuzzCCID", targets: ["FuzzCCID"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
         .executable(name: "PaymentBenchmark", targets: ["PaymentBenchmark"]),
         .executable(name: "ExternalBenchmark", targets: ["ExternalBenchmark"]),
+        .executable(name: "LibNFCBenchmark", targets: ["LibNFCBenchmark"]),
+        .executable(name: "CCIDBenchmark", targets: ["CCIDBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -33,6 +37,7 @@ let package = Package(
         .systemLibrary(name: "CPCSCLite", pkgConfig: "libpcsclite", providers: [.apt(["libpcsclite-dev"])]),
         .systemLibrary(name: "CNFC", pkgConfig: "libnfc", providers: [.apt(["libnfc-dev", "libusb-dev"])]),
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
+        .systemLibrary(name: "CUmockdev", pkgConfig: "umockdev-1.0", providers: [.apt(["libumockdev-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // glibc's posix_spawn file actions that Swift's Glibc module leaves out (closefrom, chdir).
         .systemLibrary(name: "CProcessSpawn", path: "Sources/CProcessSpawn"),
@@ -73,6 +78,18 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "LibNFCTransport",
+            dependencies: ["ProximaCore", "CNFC"],
+            path: "Plugins/Transports/LibNFC",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "CCIDTransport",
+            dependencies: ["ProximaCore", "CLibUSB"],
+            path: "Plugins/Transports/CCID",
+            swiftSettings: strict
+        ),
+        .target(
             name: "PaymentCapability",
             dependencies: ["ProximaCore", "EMVCommon", "ProximaKernel", "ProximaCrypto", "ProximaSystem"],
             path: "Plugins/Capabilities/Payment",
@@ -88,7 +105,8 @@ let package = Package(
             name: "Proxima",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
-                "PaymentCapability", "EMVCommon", "ExternalTransport",
+                "PaymentCapability", "EMVCommon", "ExternalTransport", "LibNFCTransport",
+                "CCIDTransport",
             ],
             swiftSettings: strict
         ),
@@ -123,6 +141,12 @@ let package = Package(
             dependencies: ["ProximaCore", "ExternalTransport"],
             path: "Fuzz/FuzzDriverFrame"
         ),
+        .executableTarget(
+            name: "FuzzPN532",
+            dependencies: ["ProximaCore", "ProximaCardEmulator"],
+            path: "Fuzz/FuzzPN532"
+        ),
+        .executableTarget(name: "FuzzCCID", dependencies: ["ProximaCore", "CCIDTransport"], path: "Fuzz/FuzzCCID"),
         .executableTarget(
             name: "FuzzManifest",
             dependencies: ["ProximaCore", "ProximaKernel", "Proxima", "PaymentCapability"],
@@ -174,6 +198,20 @@ let package = Package(
                 "ProximaCardEmulator",
             ],
             path: "Benchmarks/ExternalBenchmark",
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "LibNFCBenchmark",
+            dependencies: ["ProximaCore", "LibNFCTransport", "ProximaCardEmulator", "CNFC"],
+            path: "Benchmarks/LibNFCBenchmark",
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "CCIDBenchmark",
+            dependencies: ["ProximaCore", "CCIDTransport", "CCIDReaderMock", "ProximaCardEmulator", "CLibUSB"],
+            path: "Benchmarks/CCIDBenchmark",
             swiftSettings: strict
         ),
 
@@ -259,6 +297,24 @@ let package = Package(
                 "PaymentCapability", "ProximaCrypto", "ProximaTestSupport",
             ],
             exclude: ["Drivers"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LibNFCTransportTests",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "Proxima", "LibNFCTransport", "ProximaCardEmulator",
+                "PaymentCapability",
+            ],
+            swiftSettings: strict
+        ),
+        // A CCID reader emulated under umockdev (usbdevfs ioctls answered in-process), for the libusb tests.
+        .target(name: "CCIDReaderMock", dependencies: ["CUmockdev"], path: "Tests/CCIDReaderMock"),
+        .testTarget(
+            name: "CCIDTransportTests",
+            dependencies: [
+                "ProximaCore", "CCIDTransport", "CCIDReaderMock", "ProximaCardEmulator", "ProximaKernel", "Proxima",
+                "PaymentCapability",
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "CLITests", dependencies: ["proxima", "ProximaTestSupport"], swiftSettings: strict),

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One product per build: given several --product flags, SwiftPM builds only the last.
-for product in SchedulerBenchmark ExchangeBenchmark PaymentBenchmark PCSCBenchmark ExternalBenchmark proxima; do
+for product in SchedulerBenchmark ExchangeBenchmark PaymentBenchmark PCSCBenchmark ExternalBenchmark LibNFCBenchmark CCIDBenchmark proxima; do
     swift build -c release --product "$product" 2>&1 | grep -v 'prohibited flag' | tail -n 1
 done
 echo "== Scheduler: lease + release cycles, 64 readers, 16 lanes, 1,000 requesters"
@@ -24,6 +24,14 @@ echo "== Peak memory of 'proxima demo --lanes 16 --readers 64'"
     --arrival-ms 20 >/dev/null 2>/tmp/proxima-demo-time.txt || { cat /tmp/proxima-demo-time.txt; exit 1; }
 grep -E 'Maximum resident set size|Elapsed' /tmp/proxima-demo-time.txt
 echo
+echo "== libnfc transport: per-APDU overhead against nfc_initiator_transceive_bytes, PN532 emulator"
+.build/release/LibNFCBenchmark
+echo
+if command -v umockdev-wrapper >/dev/null; then
+    echo "== CCID transport: per-APDU overhead against a bare libusb bulk write/read pair, umockdev CCID reader"
+    umockdev-wrapper .build/release/CCIDBenchmark
+    echo
+fi
 # Needs pcscd and vsmartcard-vpcd (scripts/ensure-deps.sh test); the harness starts a private pcscd with six vpcd
 # readers and refuses, saying how to stop it, when another pcscd runs.
 if command -v pcscd >/dev/null && [[ -e /usr/lib/pcsc/drivers/serial/libifdvpcd.so ]]; then

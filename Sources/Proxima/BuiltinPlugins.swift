@@ -1,4 +1,6 @@
+internal import CCIDTransport
 internal import ExternalTransport
+internal import LibNFCTransport
 internal import PCSCTransport
 internal import PaymentCapability
 internal import ProximaCore
@@ -46,6 +48,26 @@ public enum BuiltinPlugins {
                         path: context.configurationPath,
                         baseDirectory: context.baseDirectory
                     )
+                )
+            }
+        )
+        registry.register(
+            TransportType(name: "libnfc", summary: "NFC devices through libnfc (PN532 on a UART, PN533, ACR122U)") {
+                context in
+                LibNFCTransport(
+                    id: context.id,
+                    configuration: try LibNFCConfiguration(
+                        json: context.configuration,
+                        path: context.configurationPath
+                    )
+                )
+            }
+        )
+        registry.register(
+            TransportType(name: "ccid", summary: "USB CCID readers through libusb, without pcscd") { context in
+                CCIDTransport(
+                    id: context.id,
+                    configuration: try CCIDConfiguration(json: context.configuration, path: context.configurationPath)
                 )
             }
         )

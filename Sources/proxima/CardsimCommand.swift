@@ -2,15 +2,19 @@ import Foundation
 import ProximaCardEmulator
 import ProximaCore
 
-/// `proxima cardsim --vpcd HOST:PORT --card FILE [--taps N] [--interval D]`.
+/// `proxima cardsim --vpcd HOST:PORT --card FILE [--taps N] [--interval D]`, or `--pn532 [--link PATH]` instead of
+/// `--vpcd` for an emulated PN532 on a pseudo-terminal.
 enum CardsimCommand {
     static let command = Command(
         name: "cardsim",
-        summary: "Host a virtual card on a vpcd reader slot in pcscd (--vpcd HOST:PORT --card FILE).",
+        summary: "Host a virtual card on a vpcd reader slot in pcscd, or on an emulated PN532 (--pn532).",
         details: """
             Hosts a virtual card on a reader slot of vsmartcard's vpcd driver in pcscd, so that every PC/SC client
             (proxima with the pcsc transport, pcsc_scan, OpenSC) sees it in that reader. Prints one line each time the
             card enters or leaves the field (never card data). Ctrl-C takes the card out and stops.
+
+            With --pn532 the card sits on an emulated PN532 board on a pseudo-terminal instead: the first line printed
+            is its libnfc connstring (pn532_uart:/dev/pts/N), for LIBNFC_DEVICE=... nfc-list or a libnfc transport.
             """,
         options: [
             .value(
@@ -18,9 +22,10 @@ enum CardsimCommand {
                 "HOST:PORT",
                 help: "Where vpcd listens for the slot: 127.0.0.1:35963 is \"Virtual PCD 00 00\" and 127.0.0.1:35964 "
                     + "\"Virtual PCD 00 01\" with Debian's vsmartcard-vpcd; the six readers of scripts/pcscd-harness.sh "
-                    + "listen on 35963/35964, 35979/35980 and 35995/35996.",
-                required: true
+                    + "listen on 35963/35964, 35979/35980 and 35995/35996. Required unless --pn532."
             ),
+            .flag("pn532", help: "Host the card on an emulated PN532 on a pseudo-terminal instead of vpcd."),
+            .value("link", "PATH", help: "With --pn532: also make PATH a symbolic link to the terminal."),
             .value("card", "FILE", help: "A card profile, e.g. Config/cards/pay-visa-qvsdc.json.", required: true),
             .value("taps", "N", help: "Present the card N times, then stop.", defaultDescription: "no limit"),
             .value(
@@ -38,6 +43,7 @@ enum CardsimCommand {
     )
 
     static func run(_ args: Arguments) async throws -> ExitCode {
+        if args.flag("pn532") { return try await runPN532(args) }
         guard let endpointText = args.value("vpcd") else { throw UsageError("cardsim needs --vpcd HOST:PORT") }
         guard let endpoint = VPCDCardHost.Endpoint(parsing: endpointText) else {
             throw UsageError(
@@ -45,23 +51,10 @@ enum CardsimCommand {
             )
         }
         guard let cardPath = args.value("card") else { throw UsageError("cardsim needs --card FILE") }
-        let taps = try args.value("taps").map { _ in try args.integer("taps", in: 1...1_000_000) }
-        let interval = try args.value("interval").map { text in
-            guard let duration = parseDuration(text) else {
-                throw UsageError("--interval must be a duration such as 500ms, 2s or 1.5 (seconds), got \"\(text)\"")
-            }
-            return duration
-        }
         try FileChecks.cardProfile(cardPath)
         let card = try CardProfiles.load(contentsOf: cardPath)
-
-        let schedule: VPCDCardHost.Schedule
-        if taps == nil && interval == nil {
-            schedule = VPCDCardHost.Schedule()
-        } else {
-            let period = interval ?? .seconds(1)
-            schedule = VPCDCardHost.Schedule(taps: taps, present: period, absent: period)
-        }
+        let schedule = try schedule(args)
+        let taps = schedule.taps
         let total = taps.map { "/\($0)" } ?? ""
         let host = VPCDCardHost(card: card, endpoint: endpoint) { event in
             switch event {
@@ -77,6 +70,43 @@ enum CardsimCommand {
             printError("proxima cardsim: \(error.reason); trying again until it listens (Ctrl-C stops)")
         }
         return .success
+    }
+
+    /// `--pn532`: the card on an emulated PN532 on a pseudo-terminal, until Ctrl-C or the last tap.
+    static func runPN532(_ args: Arguments) async throws -> ExitCode {
+        guard args.value("vpcd") == nil else { throw UsageError("--pn532 and --vpcd exclude each other") }
+        guard let cardPath = args.value("card") else { throw UsageError("cardsim needs --card FILE") }
+        try FileChecks.cardProfile(cardPath)
+        let card = try CardProfiles.load(contentsOf: cardPath)
+        let schedule = try schedule(args)
+        let host = PN532CardHost(linkPath: args.value("link")) { event in
+            switch event {
+            case .inserted(let name): print("inserted  \(name) into the PN532")
+            case .removed(let name, let apdus): print("removed   \(name) from the PN532 (\(apdus) APDUs)")
+            case .started, .stopped: return
+            }
+            flushStandardOutput()
+        }
+        try host.start()
+        print(host.connstring)
+        flushStandardOutput()
+        await host.run(schedule, card: card, clock: ContinuousClock())
+        host.stop()
+        return .success
+    }
+
+    /// The presence schedule of `--taps` and `--interval`.
+    static func schedule(_ args: Arguments) throws -> VPCDCardHost.Schedule {
+        let taps = try args.value("taps").map { _ in try args.integer("taps", in: 1...1_000_000) }
+        let interval = try args.value("interval").map { text in
+            guard let duration = parseDuration(text) else {
+                throw UsageError("--interval must be a duration such as 500ms, 2s or 1.5 (seconds), got \"\(text)\"")
+            }
+            return duration
+        }
+        if taps == nil && interval == nil { return VPCDCardHost.Schedule() }
+        let period = interval ?? .seconds(1)
+        return VPCDCardHost.Schedule(taps: taps, present: period, absent: period)
     }
 
     /// `500ms`, `2s`, `1.5s` or a bare number of seconds; `nil` for anything else, zero, or over an hour.

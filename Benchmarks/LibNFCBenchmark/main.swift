@@ -1,0 +1,133 @@
+// Per-APDU overhead of the libnfc transport against libnfc alone, on the PN532 emulator, in one run:
+//
+//     swift build -c release --product LibNFCBenchmark
+//     .build/release/LibNFCBenchmark [apdus] [rounds]
+//
+// Two emulated PN532 boards (ProximaCardEmulator's PN532CardHost on pseudo-terminals) hold the same card profile,
+// Config/cards/pay-visa-qvsdc.json. One is driven by a minimal client written directly on libnfc (nfc_open,
+// nfc_initiator_init, nfc_initiator_select_passive_target, then nfc_initiator_transceive_bytes of SELECT PPSE), the
+// other by the libnfc transport (LibNFCTransport.openChannel, then LibNFCCardChannel.transmit of the same APDU).
+// `rounds` times, `apdus` APDUs on each, alternating which goes first. Printed: mean microseconds per APDU of each,
+// the ratio transport/raw, and the microseconds the transport adds per APDU (goal: ratio ≤ 1.10, ≤ 50 µs added).
+
+import CNFC
+import Foundation
+import LibNFCTransport
+import ProximaCardEmulator
+import ProximaCore
+
+struct Failure: Error, CustomStringConvertible {
+    var description: String
+}
+
+let arguments = CommandLine.arguments.dropFirst()
+let apdus = arguments.first.flatMap { Int($0) } ?? 500
+let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 10
+
+let card = try CardProfiles.load(contentsOf: "Config/cards/pay-visa-qvsdc.json")
+let rawHost = PN532CardHost(card: card)
+let transportHost = PN532CardHost(card: card)
+try rawHost.start()
+try transportHost.start()
+defer {
+    rawHost.stop()
+    transportHost.stop()
+}
+
+let selectPPSE: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x0E] + Array("2PAY.SYS.DDF01".utf8) + [0x00]
+let command = try CommandAPDU(bytes: selectPPSE)
+
+// MARK: libnfc alone
+
+var context: OpaquePointer? = nil
+nfc_init(&context)
+guard let context, let device = nfc_open(context, rawHost.connstring) else {
+    throw Failure(description: "nfc_open \(rawHost.connstring) failed")
+}
+guard nfc_initiator_init(device) == 0 else { throw Failure(description: "nfc_initiator_init failed") }
+_ = nfc_device_set_property_bool(device, NP_INFINITE_SELECT, false)
+var target = nfc_target()
+guard nfc_initiator_select_passive_target(device, nfc_modulation(nmt: NMT_ISO14443A, nbr: NBR_106), nil, 0, &target) > 0
+else { throw Failure(description: "no card on the raw board") }
+
+func rawBatch(_ device: OpaquePointer) throws -> Duration {
+    var receive = [UInt8](repeating: 0, count: 4096)
+    let clock = ContinuousClock()
+    let start = clock.now
+    for _ in 0..<apdus {
+        let count = selectPPSE.withUnsafeBufferPointer { send in
+            receive.withUnsafeMutableBufferPointer { buffer in
+                nfc_initiator_transceive_bytes(
+                    device,
+                    send.baseAddress,
+                    send.count,
+                    buffer.baseAddress,
+                    buffer.count,
+                    2000
+                )
+            }
+        }
+        guard count >= 2, receive[Int(count) - 2] == 0x90 else { throw Failure(description: "raw APDU: \(count)") }
+    }
+    return clock.now - start
+}
+
+// MARK: The transport
+
+let transport = LibNFCTransport(
+    id: "nfc",
+    configuration: LibNFCConfiguration(devices: [transportHost.connstring], modulations: [.iso14443A])
+)
+let reader = transport.readerID(forConnstring: transportHost.connstring)
+
+func transportBatch(_ channel: LibNFCCardChannel) async throws -> Duration {
+    let clock = ContinuousClock()
+    let start = clock.now
+    for _ in 0..<apdus {
+        let response = try await channel.transmit(command)
+        guard response.status == .success else { throw Failure(description: "transport APDU: \(response)") }
+    }
+    return clock.now - start
+}
+
+try await withThrowingTaskGroup(of: Void.self) { group in
+    group.addTask { try await transport.run() }
+    let channel = try await transport.openChannel(to: reader)
+    // Warm-up, then interleaved rounds.
+    _ = try rawBatch(device)
+    _ = try await transportBatch(channel)
+    var raw = Duration.zero
+    var ours = Duration.zero
+    for round in 0..<rounds {
+        if round.isMultiple(of: 2) {
+            raw += try rawBatch(device)
+            ours += try await transportBatch(channel)
+        } else {
+            ours += try await transportBatch(channel)
+            raw += try rawBatch(device)
+        }
+    }
+    await channel.close()
+    group.cancelAll()
+
+    func microseconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return (Double(seconds) * 1e6 + Double(attoseconds) / 1e12) / Double(apdus * rounds)
+    }
+    let rawPer = microseconds(raw)
+    let oursPer = microseconds(ours)
+    print(
+        "libnfc transport vs nfc_initiator_transceive_bytes alone, PN532 emulator, \(rounds) × \(apdus) SELECT PPSE each"
+    )
+    print(String(format: "  raw libnfc         %8.1f µs per APDU", rawPer))
+    print(String(format: "  libnfc transport   %8.1f µs per APDU", oursPer))
+    print(
+        String(
+            format: "  ratio %.3f (goal ≤ 1.10), %+.1f µs added per APDU (goal ≤ 50)",
+            oursPer / rawPer,
+            oursPer - rawPer
+        )
+    )
+}
+nfc_close(device)
+nfc_exit(context)
