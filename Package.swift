@@ -18,6 +18,10 @@ let package = Package(
         .executable(name: "FuzzAPDU", targets: ["FuzzAPDU"]),
         .executable(name: "FuzzManifest", targets: ["FuzzManifest"]),
         .executable(name: "FuzzEMV", targets: ["FuzzEMV"]),
+        .executable(name: "FuzzCBOR", targets: ["FuzzCBOR"]),
+        .executable(name: "FuzzCOSE", targets: ["FuzzCOSE"]),
+        .executable(name: "FuzzMdocEngagement", targets: ["FuzzMdocEngagement"]),
+        .executable(name: "FuzzDeviceResponse", targets: ["FuzzDeviceResponse"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
@@ -54,6 +58,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "MobileDocumentCapability",
+            dependencies: ["ProximaCore", "ProximaCrypto"],
+            path: "Plugins/Capabilities/MobileDocument",
+            swiftSettings: strict
+        ),
+        .target(
             name: "IdentityCapability",
             dependencies: ["ProximaCore", "PaymentCapability"],
             path: "Plugins/Capabilities/Identity",
@@ -84,6 +94,18 @@ let package = Package(
             name: "FuzzEMV",
             dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability"],
             path: "Fuzz/FuzzEMV"
+        ),
+        .executableTarget(name: "FuzzCBOR", dependencies: ["ProximaCore"], path: "Fuzz/FuzzCBOR"),
+        .executableTarget(name: "FuzzCOSE", dependencies: ["ProximaCore", "ProximaCrypto"], path: "Fuzz/FuzzCOSE"),
+        .executableTarget(
+            name: "FuzzMdocEngagement",
+            dependencies: ["ProximaCore", "MobileDocumentCapability"],
+            path: "Fuzz/FuzzMdocEngagement"
+        ),
+        .executableTarget(
+            name: "FuzzDeviceResponse",
+            dependencies: ["ProximaCore", "ProximaCrypto", "MobileDocumentCapability"],
+            path: "Fuzz/FuzzDeviceResponse"
         ),
         .executableTarget(
             name: "FuzzManifest",
@@ -172,6 +194,11 @@ let package = Package(
         .testTarget(
             name: "ProximaCryptoTests",
             dependencies: ["ProximaCore", "ProximaCrypto", "ProximaTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "MobileDocumentCapabilityTests",
+            dependencies: ["ProximaCore", "ProximaCrypto", "MobileDocumentCapability", "ProximaTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
