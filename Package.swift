@@ -198,7 +198,9 @@ let package = Package(
         ),
         .testTarget(
             name: "MobileDocumentCapabilityTests",
-            dependencies: ["ProximaCore", "ProximaCrypto", "MobileDocumentCapability", "ProximaTestSupport"],
+            dependencies: [
+                "ProximaCore", "ProximaCrypto", "MobileDocumentCapability", "ProximaCardEmulator", "ProximaTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -132,16 +132,17 @@ package struct HandoverSelect: Sendable, Hashable {
         var command = 65_535
         var response = 65_536
         if let payload = nfc?.payload, payload.count > 1 {
-            // version, then TLVs: 03 = max command data field length, 04 = max response data field length.
+            // version 01, then entries `L T V` with L counting T and V (ISO/IEC 18013-5 §8.2.2.2; Multipaz writes
+            // `01 | 03 01 ffff | 04 02 010000`): T 1 = maximum command data field, T 2 = maximum response data field.
             var index = 1
-            while index + 1 < payload.count {
-                let tag = payload[index]
-                let length = Int(payload[index + 1])
-                guard length <= 4, index + 2 + length <= payload.count else { break }
-                let value = payload[(index + 2)..<(index + 2 + length)].reduce(0) { $0 << 8 | Int($1) }
-                if tag == 0x03 { command = value }
-                if tag == 0x04 { response = value }
-                index += 2 + length
+            while index < payload.count {
+                let length = Int(payload[index])
+                guard (2...5).contains(length), index + 1 + length <= payload.count else { break }
+                let type = payload[index + 1]
+                let value = payload[(index + 2)..<(index + 1 + length)].reduce(0) { $0 << 8 | Int($1) }
+                if type == 0x01 { command = value }
+                if type == 0x02 { response = value }
+                index += 1 + length
             }
         }
         maximumCommandDataLength = command
