@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
         .executable(name: "PaymentBenchmark", targets: ["PaymentBenchmark"]),
+        .executable(name: "MDLBenchmark", targets: ["MDLBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -144,6 +145,13 @@ let package = Package(
                 "SimulatorTransport", "ProximaCrypto",
             ],
             path: "Benchmarks/PaymentBenchmark",
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "MDLBenchmark",
+            dependencies: ["ProximaCore", "ProximaCrypto", "MobileDocumentCapability"],
+            path: "Benchmarks/MDLBenchmark",
             swiftSettings: strict
         ),
 

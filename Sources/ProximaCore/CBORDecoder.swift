@@ -234,9 +234,18 @@ public struct CBORDecoder {
             return .array(items)
         case 5:
             var entries: [CBORMapEntry] = []
+            // Small maps (every mdoc map) are checked for duplicate keys by a scan; a hash set only pays off
+            // for large ones, and costs an allocation per map.
             var keys = Set<CBORValue>()
             func add(_ keyOffset: Int, _ key: CBORValue, _ value: CBORValue) throws {
-                guard keys.insert(key).inserted else {
+                let duplicate: Bool
+                if entries.count < 16 {
+                    duplicate = entries.contains { $0.key == key }
+                } else {
+                    if keys.isEmpty { keys = Set(entries.map(\.key)) }
+                    duplicate = !keys.insert(key).inserted
+                }
+                guard !duplicate else {
                     throw CBORError(.duplicateMapKey, at: keyOffset, "map key \(key) appears twice")
                 }
                 entries.append(CBORMapEntry(key, value))

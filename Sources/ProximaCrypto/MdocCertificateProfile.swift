@@ -28,7 +28,22 @@ public enum MdocCertificateProfile {
         anchors: [X509Certificate],
         at time: Int64
     ) throws -> X509Certificate {
-        let path = try documentSigner.validatePath(intermediates: intermediates, anchors: anchors, at: time)
+        try validateDocumentSigner(
+            documentSigner,
+            intermediates: intermediates,
+            store: try X509TrustStore(anchors: anchors),
+            at: time
+        )
+    }
+
+    /// ``validateDocumentSigner(_:intermediates:anchors:at:)`` against a store built once for many documents.
+    public static func validateDocumentSigner(
+        _ documentSigner: X509Certificate,
+        intermediates: [X509Certificate] = [],
+        store: X509TrustStore,
+        at time: Int64
+    ) throws -> X509Certificate {
+        let path = try documentSigner.validatePath(intermediates: intermediates, store: store, at: time)
         guard let iaca = path.last, path.count >= 2 else {
             throw X509Error(.profileViolation, "the document signer certificate is itself a trust anchor")
         }

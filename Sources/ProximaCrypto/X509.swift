@@ -1,5 +1,6 @@
 internal import COpenSSL
 import ProximaCore
+import Synchronization
 
 /// An X.509 certificate (RFC 5280) read by OpenSSL, with the fields chain and profile checks need.
 ///
@@ -32,8 +33,9 @@ public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
     public let isCertificateAuthority: Bool
     /// basicConstraints pathLenConstraint, if present.
     public let pathLengthConstraint: Int?
-    /// Whether subject equals issuer and the certificate's own key verifies its signature.
-    public let isSelfSigned: Bool
+    /// Whether subject equals issuer (and the authority key identifier, if any, names the certificate's own key):
+    /// OpenSSL's `EXFLAG_SS`. The signature is not checked here; ``validatePath(intermediates:anchors:at:)`` does.
+    public let isSelfIssued: Bool
 
     /// keyUsage bits, named as RFC 5280 §4.2.1.3 names them.
     public struct KeyUsage: OptionSet, Hashable, Sendable {
@@ -81,11 +83,7 @@ public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
         else { throw X509Error(.malformedCertificate, "certificate validity dates do not parse") }
         self.notBefore = notBefore
         self.notAfter = notAfter
-        if let key = X509_get0_pubkey(pointer), EVP_PKEY_up_ref(key) == 1 {
-            publicKey = try? ECPublicKey(evpKey: OwnedKey(key), "certificate public key")
-        } else {
-            publicKey = nil
-        }
+        publicKey = ecPublicKey(of: pointer)
         _ = drainOpenSSLErrors()
         let flags = X509_get_extension_flags(pointer)
         let usage = X509_get_key_usage(pointer)
@@ -94,11 +92,7 @@ public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
         isCertificateAuthority = flags & UInt32(EXFLAG_CA) != 0
         let pathLength = X509_get_pathlen(pointer)
         pathLengthConstraint = pathLength >= 0 ? Int(pathLength) : nil
-        if flags & UInt32(EXFLAG_SS) != 0, let key = X509_get0_pubkey(pointer) {
-            isSelfSigned = X509_verify(pointer, key) == 1
-        } else {
-            isSelfSigned = false
-        }
+        isSelfIssued = flags & UInt32(EXFLAG_SS) != 0
         _ = drainOpenSSLErrors()
     }
 
@@ -111,29 +105,33 @@ public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
     /// Builds and checks a path from `self` through `intermediates` to one of `anchors` with OpenSSL's
     /// `X509_verify_cert`, at `time` (seconds since 1970 UTC).
     ///
-    /// Signatures, validity periods at `time`, basicConstraints and pathLen of every issuer are OpenSSL's checks;
-    /// anchors are trusted as given (an anchor must be self-signed or listed with its issuer).
-    /// - Returns: The path OpenSSL built, leaf first, anchor last.
-    /// - Throws: ``X509Error/Code/untrusted`` naming OpenSSL's reason (`certificate has expired`, `unable to get
-    ///   local issuer certificate`, …) and the depth where it failed.
+    /// A convenience over ``validatePath(intermediates:store:at:)`` that builds a store for the one call; a reader
+    /// that verifies many documents keeps one ``X509TrustStore``.
+    /// - Throws: As ``validatePath(intermediates:store:at:)``.
     public func validatePath(
         intermediates: [X509Certificate] = [],
         anchors: [X509Certificate],
         at time: Int64
     ) throws -> [X509Certificate] {
-        guard !anchors.isEmpty else { throw X509Error(.untrusted, "no trust anchors configured") }
-        guard let store = X509_STORE_new() else { throw libraryFailure("creating an X509_STORE") }
-        defer { X509_STORE_free(store) }
+        try validatePath(intermediates: intermediates, store: try X509TrustStore(anchors: anchors), at: time)
+    }
+
+    /// Builds and checks a path from `self` through `intermediates` to one of the store's anchors with OpenSSL's
+    /// `X509_verify_cert`, at `time` (seconds since 1970 UTC).
+    ///
+    /// Signatures, validity periods at `time`, basicConstraints and pathLen of every issuer are OpenSSL's checks;
+    /// anchors are trusted as given.
+    /// - Returns: The path OpenSSL built, leaf first, anchor last.
+    /// - Throws: ``X509Error/Code/untrusted`` naming OpenSSL's reason (`certificate has expired`, `unable to get
+    ///   local issuer certificate`, …) and the depth where it failed.
+    public func validatePath(
+        intermediates: [X509Certificate] = [],
+        store: X509TrustStore,
+        at time: Int64
+    ) throws -> [X509Certificate] {
+        guard !store.anchors.isEmpty else { throw X509Error(.untrusted, "no trust anchors configured") }
         let leaf = try OwnedCertificate(der: derRepresentation)
         var held: [OwnedCertificate] = []
-        for anchor in anchors {
-            let owned = try OwnedCertificate(der: anchor.derRepresentation)
-            held.append(owned)
-            guard X509_STORE_add_cert(store, owned.pointer) == 1 else {
-                _ = drainOpenSSLErrors()
-                continue  // the same anchor twice
-            }
-        }
         guard let untrusted = OPENSSL_sk_new_null() else { throw libraryFailure("creating a certificate stack") }
         defer { OPENSSL_sk_free(untrusted) }
         for intermediate in intermediates {
@@ -143,35 +141,71 @@ public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
                 throw libraryFailure("adding an intermediate")
             }
         }
-        guard let context = X509_STORE_CTX_new() else { throw libraryFailure("creating an X509_STORE_CTX") }
-        defer { X509_STORE_CTX_free(context) }
-        try check(X509_STORE_CTX_init(context, store, leaf.pointer, untrusted), "initialising chain validation")
-        let parameters = X509_STORE_CTX_get0_param(context)
-        X509_VERIFY_PARAM_set_time(parameters, time_t(time))
-        guard X509_verify_cert(context) == 1 else {
-            let error = X509_STORE_CTX_get_error(context)
-            let depth = X509_STORE_CTX_get_error_depth(context)
-            let message = String(cString: X509_verify_cert_error_string(Int(error)))
-            _ = drainOpenSSLErrors()
-            throw X509Error(.untrusted, "\(message) (X509_V_ERR \(error)) at depth \(depth)", openSSLCode: Int(error))
-        }
-        var path: [X509Certificate] = []
-        if let chain = X509_STORE_CTX_get1_chain(context) {
-            defer { OPENSSL_sk_pop_free(chain, freeCertificate) }
-            for index in 0..<OPENSSL_sk_num(chain) {
-                guard let raw = OPENSSL_sk_value(chain, index) else { continue }
-                let pointer = OpaquePointer(raw)
-                let owned = OwnedCertificate(borrowing: pointer)
-                path.append(try X509Certificate(owned, der: try owned.der()))
+        let known = [self] + intermediates + store.anchors
+        return try store.withStore { pointer in
+            guard let context = X509_STORE_CTX_new() else { throw libraryFailure("creating an X509_STORE_CTX") }
+            defer { X509_STORE_CTX_free(context) }
+            try check(X509_STORE_CTX_init(context, pointer, leaf.pointer, untrusted), "initialising chain validation")
+            X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(context), time_t(time))
+            guard X509_verify_cert(context) == 1 else {
+                let error = X509_STORE_CTX_get_error(context)
+                let depth = X509_STORE_CTX_get_error_depth(context)
+                let message = String(cString: X509_verify_cert_error_string(Int(error)))
+                _ = drainOpenSSLErrors()
+                throw X509Error(
+                    .untrusted,
+                    "\(message) (X509_V_ERR \(error)) at depth \(depth)",
+                    openSSLCode: Int(error)
+                )
             }
+            // The path holds certificates we were given: name them by their DER rather than parse them again.
+            var path: [X509Certificate] = []
+            if let chain = X509_STORE_CTX_get0_chain(context) {
+                for index in 0..<OPENSSL_sk_num(chain) {
+                    guard let raw = OPENSSL_sk_value(chain, index) else { continue }
+                    let der = try OwnedCertificate(borrowing: OpaquePointer(raw)).der()
+                    if let certificate = known.first(where: { $0.derRepresentation == der }) {
+                        path.append(certificate)
+                    } else {
+                        path.append(try X509Certificate(derRepresentation: der))
+                    }
+                }
+            }
+            return path
         }
-        return path
     }
 }
 
-/// Frees one certificate of a stack popped by `OPENSSL_sk_pop_free`.
-private let freeCertificate: @convention(c) (UnsafeMutableRawPointer?) -> Void = { pointer in
-    if let pointer { X509_free(OpaquePointer(pointer)) }
+/// The trust anchors of a reader in one OpenSSL `X509_STORE`, built once: OpenSSL caches each anchor's decoded
+/// public key in the store, which OpenSSL 3.0 otherwise decodes again for every chain check.
+///
+/// `@unchecked Sendable` because it holds a C pointer. Invariant: the store is filled in `init` and never changed
+/// afterwards, and every use of it (`withStore`) runs with `lock` held, so one chain check runs at a time per store.
+public final class X509TrustStore: @unchecked Sendable {
+    public let anchors: [X509Certificate]
+    private let pointer: OpaquePointer
+    private let lock = Mutex(())
+
+    /// - Throws: ``X509Error/Code/malformedCertificate`` when an anchor does not parse again (it cannot, once made).
+    public init(anchors: [X509Certificate]) throws {
+        guard let pointer = X509_STORE_new() else { throw libraryFailure("creating an X509_STORE") }
+        self.pointer = pointer
+        self.anchors = anchors
+        for anchor in anchors {
+            let owned = try OwnedCertificate(der: anchor.derRepresentation)
+            // X509_STORE_add_cert takes its own reference; a duplicate anchor is refused and harmless.
+            if X509_STORE_add_cert(pointer, owned.pointer) != 1 { _ = drainOpenSSLErrors() }
+        }
+    }
+
+    deinit { X509_STORE_free(pointer) }
+
+    func withStore(_ body: (OpaquePointer) throws -> [X509Certificate]) throws -> [X509Certificate] {
+        let result: Result<[X509Certificate], any Error> = lock.withLock { _ in
+            Result { try body(pointer) }
+        }
+        return try result.get()
+    }
 }
 
 /// Why a certificate or path was refused.
@@ -285,6 +319,29 @@ private func unixTime(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {
         second: Int(parts.tm_sec)
     )
     return civil.unixSeconds
+}
+
+/// The subject key of a certificate when it is EC on a supported named curve, read from the SubjectPublicKeyInfo
+/// fields directly: `X509_get0_pubkey` goes through OpenSSL 3.0's decoder framework, which costs milliseconds.
+private func ecPublicKey(of certificate: OpaquePointer) -> ECPublicKey? {
+    guard let spki = X509_get_X509_PUBKEY(certificate) else { return nil }
+    var algorithm: OpaquePointer? = nil
+    var point: UnsafePointer<UInt8>? = nil
+    var length: Int32 = 0
+    var parameters: UnsafeMutablePointer<X509_ALGOR>? = nil
+    guard X509_PUBKEY_get0_param(&algorithm, &point, &length, &parameters, spki) == 1, let algorithm,
+        OBJ_obj2nid(algorithm) == NID_X9_62_id_ecPublicKey, let point, let parameters
+    else { return nil }
+    var parameterType: Int32 = 0
+    var parameterValue: UnsafeRawPointer? = nil
+    X509_ALGOR_get0(nil, &parameterType, &parameterValue, parameters)
+    guard parameterType == V_ASN1_OBJECT, let parameterValue else { return nil }
+    let nid = OBJ_obj2nid(OpaquePointer(parameterValue))
+    guard let curve = EllipticCurve.allCases.first(where: { $0.nid == nid }) else { return nil }
+    return try? ECPublicKey(
+        curve: curve,
+        x963Representation: Array(UnsafeBufferPointer(start: point, count: Int(length)))
+    )
 }
 
 private func extendedKeyUsageOIDs(_ certificate: OpaquePointer) -> [String] {

@@ -22,7 +22,7 @@ struct X509Tests {
 
     @Test func annexDFieldsAreRead() throws {
         #expect(iaca.subject == "C=US,CN=utopia iaca")
-        #expect(iaca.isSelfSigned)
+        #expect(iaca.isSelfIssued)
         #expect(iaca.isCertificateAuthority)
         #expect(iaca.pathLengthConstraint == 0)
         #expect(iaca.keyUsage == [.keyCertSign, .cRLSign])
@@ -32,7 +32,7 @@ struct X509Tests {
         #expect(documentSigner.serialNumber == "3C4416EED784F3B413E48F56F075ABFA6D87EB84")
         #expect(documentSigner.extendedKeyUsage == ["1.0.18013.5.1.2"])
         #expect(!documentSigner.isCertificateAuthority)
-        #expect(!documentSigner.isSelfSigned)
+        #expect(!documentSigner.isSelfIssued)
         #expect(documentSigner.notAfter == CivilTime(year: 2021, month: 10, day: 1).unixSeconds)
         #expect(documentSigner.publicKey?.curve == .p256)
         #expect(reader.extendedKeyUsage == ["1.0.18013.5.1.6"])

@@ -3,12 +3,19 @@ import ProximaCrypto
 
 /// What the reader trusts: the IACA certificates from the manifest and how far the holder's clock may be off.
 package struct MdocTrust: Sendable {
-    package var anchors: [X509Certificate]
+    package var anchors: [X509Certificate] { store.anchors }
+    /// The anchors in one OpenSSL store, built once (OpenSSL then keeps their decoded keys).
+    package let store: X509TrustStore
     /// Tolerance on validFrom and validUntil, in seconds (the manifest's `clockSkewSeconds`).
     package var clockSkewSeconds: Int64
 
+    /// - Precondition: the anchors parse again in OpenSSL (they do: they were made from DER that parsed).
     package init(anchors: [X509Certificate], clockSkewSeconds: Int64 = 300) {
-        self.anchors = anchors
+        do {
+            store = try X509TrustStore(anchors: anchors)
+        } catch {
+            preconditionFailure("an X509Certificate did not parse again: \(error)")
+        }
         self.clockSkewSeconds = clockSkewSeconds
     }
 }
@@ -127,7 +134,7 @@ package func verifyDeviceResponse(
         iaca = try MdocCertificateProfile.validateDocumentSigner(
             documentSigner,
             intermediates: Array(chain.dropFirst()),
-            anchors: trust.anchors,
+            store: trust.store,
             at: now
         )
     } catch let error as X509Error where error.code == .profileViolation {
