@@ -141,3 +141,70 @@ struct NFCTests {
         try channel.finish()
     }
 }
+
+/// Multipaz's negotiated-handover Handover Select (same file, testNegotiatedHandover): the wallet picked BLE.
+let multipazNegotiatedHandoverSelect = [
+    "91020f487315d10209616301013001046d646f631c1e580469736f2e6f72673a31383031333a646576696365656e67616765",
+    "6d656e746d646f63a20063312e30018201d818584ba4010220012158207104f7e2c2e95ca76482c0c963d454b7e5d053c5b5",
+    "9ce89d00ff7c7d7ab6ff7d225820f442821292c2453ec67c75233ea56e1734c211ae26b259fdf232b5b3d82b1ba25a200301",
+    "6170706c69636174696f6e2f766e642e626c7565746f6f74682e6c652e6f6f6230021c01",
+].joined()
+
+@Suite("NFC negotiated handover (TNEP)")
+struct NegotiatedHandoverTests {
+    @Test func theReaderSelectsTheHandoverServiceAndWritesItsRequest() async throws {
+        let tp = "d1021a5470101375726e3a6e66633a736e3a68616e646f76657200000fffff"
+        let request = NFCEngagement.handoverRequest()
+        let hs = bytes(multipazNegotiatedHandoverSelect)
+        let channel = ScriptedChannel(supportsExtendedLength: false)
+        channel.expect("00a4040007d2760000850101", respond: "9000")
+        channel.expect("00a4000c02e103", respond: "9000")
+        channel.expect("00b000000f", respond: "000f207fff7fff0406e1047fff00ff9000")
+        channel.expect("00a4000c02e104", respond: "9000")
+        channel.expect("00b0000002", respond: "001f9000")
+        channel.expect("00b000021f", respond: tp + "9000")
+        // Service Select, byte for byte what Multipaz's reader writes.
+        channel.expect("00d600001b0019d1021454731375726e3a6e66633a736e3a68616e646f766572", respond: "9000")
+        channel.expect("00b0000002", respond: "00069000")
+        channel.expect("00b0000206", respond: "d102015465009000")
+        channel.expect(
+            [0x00, 0xD6, 0x00, 0x00, UInt8(request.count + 2), 0x00, UInt8(request.count)] + request,
+            respond: ResponseAPDU(status: .success)
+        )
+        // The holder is not ready once: the reader waits one waiting time and reads again.
+        channel.expect("00b0000002", respond: "00009000")
+        channel.expect(
+            [0x00, 0xB0, 0x00, 0x00, 0x02],
+            respond: ResponseAPDU(data: [0x00, UInt8(hs.count)], status: .success)
+        )
+        channel.expect([0x00, 0xB0, 0x00, 0x02, UInt8(hs.count)], respond: ResponseAPDU(data: hs, status: .success))
+        let result = try await NFCEngagement.engage(on: channel)
+        try channel.finish()
+        #expect(result.handover == [.byteString(hs), .byteString(request)])
+        #expect(
+            result.handoverSelect.engagement.deviceKey.x
+                == bytes("7104f7e2c2e95ca76482c0c963d454b7e5d053c5b59ce89d00ff7c7d7ab6ff7d")
+        )
+        #expect(!result.handoverSelect.offersNFC)
+        let records = try NDEF.parse(request)
+        #expect(records.map(\.typeName) == ["Hr", "iso.org:18013:readerengagement", "iso.org:18013:nfc"])
+        #expect(try CBORDecoder.decode(records[1].payload) == [0: "1.0"])
+    }
+
+    @Test func aFailedTNEPStatusIsNamed() async throws {
+        let channel = ScriptedChannel(supportsExtendedLength: false)
+        channel.expect("00a4040007d2760000850101", respond: "9000")
+        channel.expect("00a4000c02e103", respond: "9000")
+        channel.expect("00b000000f", respond: "000f207fff7fff0406e1047fff00ff9000")
+        channel.expect("00a4000c02e104", respond: "9000")
+        channel.expect("00b0000002", respond: "001f9000")
+        channel.expect("00b000021f", respond: "d1021a5470101375726e3a6e66633a736e3a68616e646f76657200000fffff9000")
+        channel.expect("00d600001b0019d1021454731375726e3a6e66633a736e3a68616e646f766572", respond: "9000")
+        channel.expect("00b0000002", respond: "00069000")
+        channel.expect("00b0000206", respond: "d102015465ff9000")
+        await #expect(throws: MobileDocumentError(.malformedEngagement, "")) {
+            _ = try await NFCEngagement.engage(on: channel)
+        }
+        try channel.finish()
+    }
+}

@@ -2,7 +2,7 @@ import ProximaCore
 import ProximaCrypto
 
 /// The reader side of one mDL read over NFC, from engagement to a verified document (ISO/IEC 18013-5 §6.3):
-/// static-handover engagement, session establishment with a fresh ephemeral key on the holder's curve, the
+/// static or negotiated (TNEP) handover engagement, session establishment with a fresh ephemeral key on the holder's curve, the
 /// DeviceRequest (with reader authentication when a key is configured), the DeviceResponse, its verification,
 /// and the session termination (status 20).
 ///
@@ -22,14 +22,15 @@ package func readDocument(
     readerAuthentication: ReaderAuthenticationKey? = nil,
     clock: @Sendable () -> Int64
 ) async throws -> VerifiedDocument {
-    let handoverSelect = try await NFCEngagement.readHandoverSelect(on: channel)
+    let engagement = try await NFCEngagement.engage(on: channel)
+    let handoverSelect = engagement.handoverSelect
     guard handoverSelect.offersNFC else {
         throw MobileDocumentError(
             .unsupportedEngagement,
             "the holder offers no NFC data transfer (BLE and Wi-Fi Aware are not supported)"
         )
     }
-    var session = try MdocSession(engagement: handoverSelect.engagement, handover: handoverSelect.staticHandover)
+    var session = try MdocSession(engagement: handoverSelect.engagement, handover: engagement.handover)
     let transfer = NFCDataTransfer(
         channel: channel,
         holderMaximumCommandData: handoverSelect.maximumCommandDataLength
