@@ -9,6 +9,9 @@ import Synchronization
 public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
     /// The certificate exactly as received.
     public let derRepresentation: [UInt8]
+    /// OpenSSL's parse of it, kept: OpenSSL 3.0 decodes the subject key while parsing, which costs more than
+    /// every check after it, so a chain check reuses this parse instead of parsing the DER again.
+    fileprivate let handle: CertificateHandle
     /// The subject in RFC 2253 form, last RDN first (`C=US,CN=utopia ds`).
     public let subject: String
     /// The issuer in RFC 2253 form.
@@ -73,6 +76,7 @@ public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
     private init(_ certificate: OwnedCertificate, der: [UInt8]) throws {
         let pointer = certificate.pointer
         derRepresentation = der
+        handle = CertificateHandle(certificate)
         subject = try distinguishedName(X509_get_subject_name(pointer))
         issuer = try distinguishedName(X509_get_issuer_name(pointer))
         subjectCountry = nameEntry(X509_get_subject_name(pointer), NID_countryName)
@@ -95,6 +99,9 @@ public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
         isSelfIssued = flags & UInt32(EXFLAG_SS) != 0
         _ = drainOpenSSLErrors()
     }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.derRepresentation == rhs.derRepresentation }
+    public func hash(into hasher: inout Hasher) { hasher.combine(derRepresentation) }
 
     /// Subject and serial: public facts that tell certificates apart.
     public var description: String { "X509Certificate(\(subject), serial \(serialNumber))" }
@@ -130,48 +137,51 @@ public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
         at time: Int64
     ) throws -> [X509Certificate] {
         guard !store.anchors.isEmpty else { throw X509Error(.untrusted, "no trust anchors configured") }
-        let leaf = try OwnedCertificate(der: derRepresentation)
+        // The chain check mutates OpenSSL's caches in the certificates; each is used under its own lock, and
+        // intermediates are passed as copies (X509_dup of a parsed certificate, no key decoding).
         var held: [OwnedCertificate] = []
         guard let untrusted = OPENSSL_sk_new_null() else { throw libraryFailure("creating a certificate stack") }
         defer { OPENSSL_sk_free(untrusted) }
         for intermediate in intermediates {
-            let owned = try OwnedCertificate(der: intermediate.derRepresentation)
+            let owned = try intermediate.handle.copy()
             held.append(owned)
             guard OPENSSL_sk_push(untrusted, UnsafeRawPointer(owned.pointer)) > 0 else {
                 throw libraryFailure("adding an intermediate")
             }
         }
         let known = [self] + intermediates + store.anchors
-        return try store.withStore { pointer in
-            guard let context = X509_STORE_CTX_new() else { throw libraryFailure("creating an X509_STORE_CTX") }
-            defer { X509_STORE_CTX_free(context) }
-            try check(X509_STORE_CTX_init(context, pointer, leaf.pointer, untrusted), "initialising chain validation")
-            X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(context), time_t(time))
-            guard X509_verify_cert(context) == 1 else {
-                let error = X509_STORE_CTX_get_error(context)
-                let depth = X509_STORE_CTX_get_error_depth(context)
-                let message = String(cString: X509_verify_cert_error_string(Int(error)))
-                _ = drainOpenSSLErrors()
-                throw X509Error(
-                    .untrusted,
-                    "\(message) (X509_V_ERR \(error)) at depth \(depth)",
-                    openSSLCode: Int(error)
-                )
-            }
-            // The path holds certificates we were given: name them by their DER rather than parse them again.
-            var path: [X509Certificate] = []
-            if let chain = X509_STORE_CTX_get0_chain(context) {
-                for index in 0..<OPENSSL_sk_num(chain) {
-                    guard let raw = OPENSSL_sk_value(chain, index) else { continue }
-                    let der = try OwnedCertificate(borrowing: OpaquePointer(raw)).der()
-                    if let certificate = known.first(where: { $0.derRepresentation == der }) {
-                        path.append(certificate)
-                    } else {
-                        path.append(try X509Certificate(derRepresentation: der))
+        return try handle.withPointer { leaf in
+            try store.withStore { pointer in
+                guard let context = X509_STORE_CTX_new() else { throw libraryFailure("creating an X509_STORE_CTX") }
+                defer { X509_STORE_CTX_free(context) }
+                try check(X509_STORE_CTX_init(context, pointer, leaf, untrusted), "initialising chain validation")
+                X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(context), time_t(time))
+                guard X509_verify_cert(context) == 1 else {
+                    let error = X509_STORE_CTX_get_error(context)
+                    let depth = X509_STORE_CTX_get_error_depth(context)
+                    let message = String(cString: X509_verify_cert_error_string(Int(error)))
+                    _ = drainOpenSSLErrors()
+                    throw X509Error(
+                        .untrusted,
+                        "\(message) (X509_V_ERR \(error)) at depth \(depth)",
+                        openSSLCode: Int(error)
+                    )
+                }
+                // The path holds certificates we were given: name them by their DER rather than parse them again.
+                var path: [X509Certificate] = []
+                if let chain = X509_STORE_CTX_get0_chain(context) {
+                    for index in 0..<OPENSSL_sk_num(chain) {
+                        guard let raw = OPENSSL_sk_value(chain, index) else { continue }
+                        let der = try OwnedCertificate(borrowing: OpaquePointer(raw)).der()
+                        if let certificate = known.first(where: { $0.derRepresentation == der }) {
+                            path.append(certificate)
+                        } else {
+                            path.append(try X509Certificate(derRepresentation: der))
+                        }
                     }
                 }
+                return path
             }
-            return path
         }
     }
 }
@@ -192,7 +202,7 @@ public final class X509TrustStore: @unchecked Sendable {
         self.pointer = pointer
         self.anchors = anchors
         for anchor in anchors {
-            let owned = try OwnedCertificate(der: anchor.derRepresentation)
+            let owned = try anchor.handle.copy()
             // X509_STORE_add_cert takes its own reference; a duplicate anchor is refused and harmless.
             if X509_STORE_add_cert(pointer, owned.pointer) != 1 { _ = drainOpenSSLErrors() }
         }
@@ -242,6 +252,31 @@ public struct X509Error: Error, Hashable, Sendable, ClassifiedError {
 }
 
 // MARK: - OpenSSL plumbing
+
+/// OpenSSL's parsed certificate kept with an ``X509Certificate``.
+///
+/// `@unchecked Sendable` because it holds a C pointer. Invariant: the `X509` is only touched with `lock` held
+/// (OpenSSL caches extension data in it lazily), and it is freed when the handle dies.
+private final class CertificateHandle: @unchecked Sendable {
+    private let certificate: OwnedCertificate
+    private let lock = Mutex(())
+
+    init(_ certificate: OwnedCertificate) { self.certificate = certificate }
+
+    func withPointer(_ body: (OpaquePointer) throws -> [X509Certificate]) throws -> [X509Certificate] {
+        let result: Result<[X509Certificate], any Error> = lock.withLock { _ in
+            Result { try body(certificate.pointer) }
+        }
+        return try result.get()
+    }
+
+    /// An independent copy (`X509_dup`) for OpenSSL to hold in a store or stack.
+    func copy() throws -> OwnedCertificate {
+        let duplicate: OpaquePointer? = lock.withLock { _ in X509_dup(certificate.pointer) }
+        guard let duplicate else { throw libraryFailure("copying a certificate") }
+        return OwnedCertificate(duplicate)
+    }
+}
 
 /// Owns one `X509`. Not `Sendable`: made for one operation.
 private final class OwnedCertificate {
