@@ -1,5 +1,6 @@
 import ProximaCore
 import ProximaCrypto
+import Synchronization
 
 /// What the reader trusts: the IACA certificates from the manifest and how far the holder's clock may be off.
 package struct MdocTrust: Sendable {
@@ -8,6 +9,10 @@ package struct MdocTrust: Sendable {
     package let store: X509TrustStore
     /// Tolerance on validFrom and validUntil, in seconds (the manifest's `clockSkewSeconds`).
     package var clockSkewSeconds: Int64
+    /// Document signer certificates already parsed, by DER: a lane sees the same few issuers' signers again and
+    /// again, and parsing one costs more than checking its chain (OpenSSL 3.0 decodes the key while parsing).
+    /// Only the parse is cached; the chain and profile are checked on every read.
+    let certificates = CertificateCache()
 
     /// - Precondition: the anchors parse again in OpenSSL (they do: they were made from DER that parsed).
     package init(anchors: [X509Certificate], clockSkewSeconds: Int64 = 300) {
@@ -17,6 +22,24 @@ package struct MdocTrust: Sendable {
             preconditionFailure("an X509Certificate did not parse again: \(error)")
         }
         self.clockSkewSeconds = clockSkewSeconds
+    }
+}
+
+/// Parsed certificates by DER, at most ``limit`` of them (then it starts afresh).
+final class CertificateCache: Sendable {
+    static let limit = 256
+    private let parsed = Mutex<[[UInt8]: X509Certificate]>([:])
+
+    /// The certificate of `der`, parsed once.
+    /// - Throws: ``ProximaCrypto/X509Error`` when it does not parse.
+    func certificate(_ der: [UInt8]) throws -> X509Certificate {
+        if let known = parsed.withLock({ $0[der] }) { return known }
+        let certificate = try X509Certificate(derRepresentation: der)
+        parsed.withLock {
+            if $0.count >= Self.limit { $0.removeAll() }
+            $0[der] = certificate
+        }
+        return certificate
     }
 }
 
@@ -122,7 +145,7 @@ package func verifyDeviceResponse(
     }
     let chain: [X509Certificate]
     do {
-        chain = try issuerAuth.certificateChain().map { try X509Certificate(derRepresentation: $0) }
+        chain = try issuerAuth.certificateChain().map { try trust.certificates.certificate($0) }
     } catch {
         throw MobileDocumentError(.issuerCertificateMissing, "issuerAuth x5chain does not parse", underlying: error)
     }
