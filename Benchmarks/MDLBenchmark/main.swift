@@ -23,7 +23,7 @@ let engagementBytes = hex(AnnexD.deviceEngagement)
 let handover: CBORValue = [.byteString(hex(AnnexD.handoverSelect)), .byteString(hex(AnnexD.handoverRequest))]
 let readerScalar = hex(AnnexD.eReaderKeyScalar)
 let sessionData = hex(AnnexD.sessionData)
-let trust = MdocTrust(anchors: [try X509Certificate(derRepresentation: hex(AnnexD.iaca))])
+let trust = try MdocTrust(anchors: [try X509Certificate(derRepresentation: hex(AnnexD.iaca))])
 let now = CivilTime(year: 2021, month: 1, day: 1).unixSeconds
 let request = DocumentRequest(elements: [
     "org.iso.18013.5.1": [
@@ -241,7 +241,7 @@ for (name, value) in stages { print(String(format: "  stage %-34@ %8.1f µs", na
 // The first read of a document signer also parses its certificate (later reads find it parsed in the trust).
 var firstTimes: [Double] = []
 for _ in 0..<max(20, iterations / 5) {
-    let fresh = MdocTrust(anchors: trust.anchors)
+    let fresh = try MdocTrust(anchors: trust.anchors)
     var session = baseSession
     let start = clock.now
     let opened = try session.openSessionData(sessionData)

@@ -34,6 +34,8 @@ private let iaca = try! X509Certificate(
     )!
 )
 
+private let trust = try! MdocTrust(anchors: [iaca])
+
 /// libFuzzer entry: DeviceResponse verification and SessionData opening must never trap on any bytes.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -44,7 +46,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         request: request,
         sessionTranscript: session.sessionTranscript,
         macKey: { try session.deviceMacKey(deviceKey: $0) },
-        trust: MdocTrust(anchors: [iaca]),
+        trust: trust,
         now: 1_609_459_200
     )
     var copy = session

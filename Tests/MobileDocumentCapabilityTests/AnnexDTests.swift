@@ -70,7 +70,7 @@ struct AnnexDTests {
             request: annexDRequest,
             sessionTranscript: session.sessionTranscript,
             macKey: { try session.deviceMacKey(deviceKey: $0) },
-            trust: MdocTrust(anchors: [iaca]),
+            trust: try MdocTrust(anchors: [iaca]),
             now: annexDNow
         )
         #expect(document.docType == "org.iso.18013.5.1.mDL")
@@ -106,7 +106,7 @@ struct AnnexDTests {
             request: DocumentRequest(elements: ["org.iso.18013.5.1": ["family_name": false]]),
             sessionTranscript: session.sessionTranscript,
             macKey: { try session.deviceMacKey(deviceKey: $0) },
-            trust: MdocTrust(anchors: [iaca]),
+            trust: try MdocTrust(anchors: [iaca]),
             now: annexDNow
         )
         #expect(document.elements == ["org.iso.18013.5.1": ["family_name": "Doe"]])

@@ -45,7 +45,7 @@ struct VerificationFailureTests {
             request: request,
             sessionTranscript: transcript ?? session.sessionTranscript,
             macKey: { try session.deviceMacKey(deviceKey: $0) },
-            trust: MdocTrust(anchors: anchors ?? [iaca], clockSkewSeconds: skew),
+            trust: try MdocTrust(anchors: anchors ?? [iaca], clockSkewSeconds: skew),
             now: now
         )
     }

@@ -27,7 +27,7 @@ let ageRequest = DocumentRequest(elements: [
 
 func testTrust() throws -> MdocTrust {
     let text = try String(contentsOfFile: keysDirectory + "/mdl-iaca-test.pem", encoding: .utf8)
-    return MdocTrust(anchors: try X509Certificate.certificates(pemRepresentation: text))
+    return try MdocTrust(anchors: try X509Certificate.certificates(pemRepresentation: text))
 }
 
 @Suite("readDocument against the virtual mDL holder (in-process, short APDUs)")

@@ -14,13 +14,9 @@ package struct MdocTrust: Sendable {
     /// Only the parse is cached; the chain and profile are checked on every read.
     let certificates = CertificateCache()
 
-    /// - Precondition: the anchors parse again in OpenSSL (they do: they were made from DER that parsed).
-    package init(anchors: [X509Certificate], clockSkewSeconds: Int64 = 300) {
-        do {
-            store = try X509TrustStore(anchors: anchors)
-        } catch {
-            preconditionFailure("an X509Certificate did not parse again: \(error)")
-        }
+    /// - Throws: ``ProximaCrypto/CryptoError`` when OpenSSL cannot build the store (allocation).
+    package init(anchors: [X509Certificate], clockSkewSeconds: Int64 = 300) throws {
+        store = try X509TrustStore(anchors: anchors)
         self.clockSkewSeconds = clockSkewSeconds
     }
 }
