@@ -23,6 +23,10 @@ let package = Package(
         .executable(name: "FuzzDriverFrame", targets: ["FuzzDriverFrame"]),
         .executable(name: "FuzzPN532", targets: ["FuzzPN532"]),
         .executable(name: "FuzzCCID", targets: ["FuzzCCID"]),
+        .executable(name: "FuzzCBOR", targets: ["FuzzCBOR"]),
+        .executable(name: "FuzzCOSE", targets: ["FuzzCOSE"]),
+        .executable(name: "FuzzMdocEngagement", targets: ["FuzzMdocEngagement"]),
+        .executable(name: "FuzzDeviceResponse", targets: ["FuzzDeviceResponse"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
@@ -30,6 +34,7 @@ let package = Package(
         .executable(name: "ExternalBenchmark", targets: ["ExternalBenchmark"]),
         .executable(name: "LibNFCBenchmark", targets: ["LibNFCBenchmark"]),
         .executable(name: "CCIDBenchmark", targets: ["CCIDBenchmark"]),
+        .executable(name: "MDLBenchmark", targets: ["MDLBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -96,6 +101,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "MobileDocumentCapability",
+            dependencies: ["ProximaCore", "ProximaCrypto"],
+            path: "Plugins/Capabilities/MobileDocument",
+            swiftSettings: strict
+        ),
+        .target(
             name: "IdentityCapability",
             dependencies: ["ProximaCore", "EMVCommon"],
             path: "Plugins/Capabilities/Identity",
@@ -135,6 +146,18 @@ let package = Package(
             name: "FuzzEMV",
             dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability", "EMVCommon"],
             path: "Fuzz/FuzzEMV"
+        ),
+        .executableTarget(name: "FuzzCBOR", dependencies: ["ProximaCore"], path: "Fuzz/FuzzCBOR"),
+        .executableTarget(name: "FuzzCOSE", dependencies: ["ProximaCore", "ProximaCrypto"], path: "Fuzz/FuzzCOSE"),
+        .executableTarget(
+            name: "FuzzMdocEngagement",
+            dependencies: ["ProximaCore", "MobileDocumentCapability"],
+            path: "Fuzz/FuzzMdocEngagement"
+        ),
+        .executableTarget(
+            name: "FuzzDeviceResponse",
+            dependencies: ["ProximaCore", "ProximaCrypto", "MobileDocumentCapability"],
+            path: "Fuzz/FuzzDeviceResponse"
         ),
         .executableTarget(
             name: "FuzzDriverFrame",
@@ -215,6 +238,13 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        .executableTarget(
+            name: "MDLBenchmark",
+            dependencies: ["ProximaCore", "ProximaCrypto", "MobileDocumentCapability"],
+            path: "Benchmarks/MDLBenchmark",
+            swiftSettings: strict
+        ),
+
         // Helpers shared by test targets: package files, hex, waits with deadlines, the Python peer runner, live pcscd.
         .target(
             name: "ProximaTestSupport",
@@ -274,6 +304,13 @@ let package = Package(
             dependencies: ["ProximaCore", "ProximaCrypto", "ProximaTestSupport"],
             // Known-answer vectors copied from their standards, with source and licence (Vectors/README.md).
             resources: [.copy("Vectors")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "MobileDocumentCapabilityTests",
+            dependencies: [
+                "ProximaCore", "ProximaCrypto", "MobileDocumentCapability", "ProximaCardEmulator", "ProximaTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -23,7 +23,7 @@ fi
 if [ "$mode" = test ]; then
     # Python peers used by tests to cross-check our output (schema validation now; crypto peers later).
     py_missing=()
-    for m in jsonschema cryptography pyhpke jwt; do
+    for m in jsonschema cryptography pyhpke jwt cbor2; do
         python3 -c "import $m" 2>/dev/null || py_missing+=("$m")
     done
     if [ ${#py_missing[@]} -gt 0 ]; then

@@ -11,6 +11,7 @@
 #include <openssl/params.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
 #include <openssl/pem.h>
 #include <openssl/crypto.h>
 
@@ -20,4 +21,7 @@ static inline int COpenSSL_EVP_MD_CTX_size(const EVP_MD_CTX *c) { return EVP_MD_
 /// EVP_PKEY_fromdata selections: OR-ed macros of other macros, which Swift does not import.
 static inline int COpenSSL_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
 static inline int COpenSSL_EVP_PKEY_KEYPAIR(void) { return EVP_PKEY_KEYPAIR; }
+
+/// X509_NAME_print_ex flags for RFC 2253 names: an OR of macros Swift does not import.
+static inline unsigned long COpenSSL_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 #endif

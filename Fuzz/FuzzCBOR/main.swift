@@ -1,0 +1,24 @@
+import ProximaCore
+
+/// libFuzzer entry: CBOR decoding must never trap; whatever decodes must encode deterministically to bytes that
+/// decode to the same value and encode to the same bytes again.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+    let bytes = Array(UnsafeRawBufferPointer(start: start, count: count))
+    if let value = try? CBORDecoder.decode(bytes) {
+        let encoded = CBOREncoder.encode(value)
+        guard let again = try? CBORDecoder.decode(encoded) else {
+            fatalError("deterministic encoding does not decode for \(bytes.hexString)")
+        }
+        guard CBOREncoder.encode(again) == encoded else { fatalError("encoding is not stable for \(bytes.hexString)") }
+        _ = value.diagnostic
+        _ = value.description
+        _ = try? value.decodeEmbedded()
+        _ = value.dateTimeValue
+        _ = value.fullDateValue
+    }
+    _ = try? CBORDecoder.decode(bytes, limits: CBORDecoder.Limits(maximumDepth: 2, maximumItemCount: 16))
+    _ = try? CBORDecoder.encodedItem(in: bytes, at: [.index(0), .key("a"), .index(1)])
+    _ = try? CBORDecoder.encodedElements(ofArray: bytes)
+    return 0
+}

@@ -1,0 +1,394 @@
+/// A CBOR decoder (RFC 8949 §3) that is total on hostile input.
+///
+/// Every length and count is checked against the bytes that remain before anything is allocated (a byte string
+/// claims at most what follows it; an array of n items needs at least n more bytes), nesting and the total number
+/// of items are bounded, and every failure is a ``CBORError`` naming the offset. Indefinite-length strings,
+/// arrays and maps are accepted and decoded into their definite equivalents; duplicate map keys, invalid UTF-8,
+/// reserved additional information and stray break codes are rejected (RFC 8949 §5.3.1 "valid" items only).
+public struct CBORDecoder {
+    /// Bounds the decoder keeps to.
+    public struct Limits: Sendable, Hashable {
+        /// The deepest nesting of arrays, maps and tags.
+        public var maximumDepth: Int
+        /// The largest number of data items in one decode (every nested item counts).
+        public var maximumItemCount: Int
+        /// The largest input accepted.
+        public var maximumInputSize: Int
+
+        public init(maximumDepth: Int = 64, maximumItemCount: Int = 1 << 20, maximumInputSize: Int = 16 << 20) {
+            self.maximumDepth = maximumDepth
+            self.maximumItemCount = maximumItemCount
+            self.maximumInputSize = maximumInputSize
+        }
+
+        /// 64 levels, 2²⁰ items, 16 MiB: far above any mdoc (a portrait is tens of kilobytes).
+        public static let `default` = Limits()
+    }
+
+    private let bytes: [UInt8]
+    private let limits: Limits
+    /// The offset of the next byte to read.
+    public private(set) var offset: Int
+    private var itemCount = 0
+
+    /// A decoder over `bytes`, starting at offset 0.
+    public init(_ bytes: [UInt8], limits: Limits = .default) {
+        self.bytes = bytes
+        self.limits = limits
+        self.offset = 0
+    }
+
+    /// Decodes exactly one data item filling `bytes`.
+    ///
+    /// - Throws: ``CBORError`` naming the offset: `.trailingBytes` when bytes follow the item, `.tooLong` when the
+    ///   input exceeds `limits.maximumInputSize`, or any error of ``decodeNext()``.
+    public static func decode(_ bytes: [UInt8], limits: Limits = .default) throws -> CBORValue {
+        var decoder = CBORDecoder(bytes, limits: limits)
+        let value = try decoder.decodeNext()
+        guard decoder.isAtEnd else {
+            throw CBORError(.trailingBytes, at: decoder.offset, "\(bytes.count - decoder.offset) bytes follow the item")
+        }
+        return value
+    }
+
+    /// Whether every byte has been read.
+    public var isAtEnd: Bool { offset >= bytes.count }
+
+    /// Decodes the next data item.
+    ///
+    /// - Throws: ``CBORError``: `.truncated`, `.reservedEncoding`, `.invalidIndefinite`, `.invalidUTF8`,
+    ///   `.duplicateMapKey`, `.tooDeep`, `.tooLong`, `.tooManyItems`.
+    public mutating func decodeNext() throws -> CBORValue {
+        guard bytes.count <= limits.maximumInputSize else {
+            throw CBORError(.tooLong, at: 0, "input of \(bytes.count) bytes exceeds \(limits.maximumInputSize)")
+        }
+        return try item(depth: 0)
+    }
+
+    /// Skips the next data item and returns its encoded bytes exactly as they appear in the input.
+    ///
+    /// The item is checked as ``decodeNext()`` checks it.
+    /// - Throws: As ``decodeNext()``.
+    public mutating func nextEncodedItem() throws -> ArraySlice<UInt8> {
+        let start = offset
+        _ = try decodeNext()
+        return bytes[start..<offset]
+    }
+
+    /// A step on the way to a nested item: a map key or an array index.
+    public enum PathComponent: Hashable, Sendable {
+        case key(CBORValue)
+        case index(Int)
+    }
+
+    /// The encoded bytes, exactly as received, of the item at `path` inside the single item `bytes` holds.
+    ///
+    /// Digests and MACs over items a peer encoded (ISO/IEC 18013-5 `IssuerSignedItemBytes`) must cover the peer's
+    /// bytes, which a re-encoding would reproduce only if the peer encoded deterministically.
+    /// - Returns: The bytes, or `nil` when a step names a key or index the item does not have.
+    /// - Throws: ``CBORError`` when the bytes do not decode.
+    public static func encodedItem(
+        in bytes: [UInt8],
+        at path: [PathComponent],
+        limits: Limits = .default
+    ) throws -> ArraySlice<UInt8>? {
+        var decoder = CBORDecoder(bytes, limits: limits)
+        for step in path {
+            var head = try decoder.head()
+            // Tags are transparent to paths: a step applies to the tagged content.
+            while head.major == 6 { head = try decoder.head() }
+            var found = false
+            var index = 0
+            switch (head.major, step) {
+            case (4, .index(let wanted)):
+                while try decoder.hasMore(indefinite: head.indefinite, count: &index, of: head.argument) {
+                    if index - 1 == wanted {
+                        found = true
+                        break
+                    }
+                    _ = try decoder.nextEncodedItem()
+                }
+            case (5, .key(let wanted)):
+                while try decoder.hasMore(indefinite: head.indefinite, count: &index, of: head.argument) {
+                    if try decoder.decodeNext() == wanted {
+                        found = true
+                        break
+                    }
+                    _ = try decoder.nextEncodedItem()
+                }
+            default:
+                return nil
+            }
+            guard found else { return nil }
+        }
+        return try decoder.nextEncodedItem()
+    }
+
+    /// The encoded bytes, exactly as received, of each element of the array `bytes` holds (tags around the array
+    /// are skipped); `nil` when it holds no array.
+    /// - Throws: ``CBORError`` when the bytes do not decode.
+    public static func encodedElements(
+        ofArray bytes: [UInt8],
+        limits: Limits = .default
+    ) throws -> [ArraySlice<UInt8>]? {
+        var decoder = CBORDecoder(bytes, limits: limits)
+        var head = try decoder.head()
+        while head.major == 6 { head = try decoder.head() }
+        guard head.major == 4 else { return nil }
+        var elements: [ArraySlice<UInt8>] = []
+        var index = 0
+        while try decoder.hasMore(indefinite: head.indefinite, count: &index, of: head.argument) {
+            elements.append(try decoder.nextEncodedItem())
+        }
+        return elements
+    }
+
+    /// Advances through a definite or indefinite container: `true` while another element follows (counting it).
+    private mutating func hasMore(indefinite: Bool, count: inout Int, of total: UInt64) throws -> Bool {
+        if indefinite {
+            guard offset < bytes.count else { throw CBORError(.truncated, at: offset, "no break code") }
+            if bytes[offset] == 0xFF {
+                offset += 1
+                return false
+            }
+        } else if UInt64(count) >= total {
+            return false
+        }
+        count += 1
+        return true
+    }
+
+    // MARK: - Items
+
+    private struct Head {
+        var major: UInt8
+        var info: UInt8
+        var argument: UInt64
+        var indefinite: Bool
+        var offset: Int
+    }
+
+    private mutating func head() throws -> Head {
+        let start = offset
+        guard offset < bytes.count else { throw CBORError(.truncated, at: offset, "expected a data item") }
+        let initial = bytes[offset]
+        offset += 1
+        let major = initial >> 5
+        let info = initial & 0x1F
+        var argument: UInt64
+        switch info {
+        case 0..<24: argument = UInt64(info)
+        case 24...27:
+            let width = 1 << Int(info - 24)
+            guard bytes.count - offset >= width else {
+                throw CBORError(.truncated, at: start, "head needs \(width) argument bytes")
+            }
+            argument = 0
+            for _ in 0..<width {
+                argument = argument << 8 | UInt64(bytes[offset])
+                offset += 1
+            }
+        case 31:
+            guard major >= 2, major != 6 else {
+                throw CBORError(.invalidIndefinite, at: start, "major type \(major) has no indefinite length")
+            }
+            return Head(major: major, info: info, argument: 0, indefinite: true, offset: start)
+        default:
+            throw CBORError(.reservedEncoding, at: start, "additional information \(info) is reserved")
+        }
+        return Head(major: major, info: info, argument: argument, indefinite: false, offset: start)
+    }
+
+    private mutating func count(_ start: Int) throws {
+        itemCount += 1
+        guard itemCount <= limits.maximumItemCount else {
+            throw CBORError(.tooManyItems, at: start, "more than \(limits.maximumItemCount) data items")
+        }
+    }
+
+    private mutating func item(depth: Int) throws -> CBORValue {
+        guard depth <= limits.maximumDepth else {
+            throw CBORError(.tooDeep, at: offset, "nesting deeper than \(limits.maximumDepth)")
+        }
+        let head = try head()
+        try count(head.offset)
+        switch head.major {
+        case 0: return .unsigned(head.argument)
+        case 1: return .negative(head.argument)
+        case 2: return .byteString(try string(head, major: 2))
+        case 3:
+            let raw = try string(head, major: 3)
+            guard let text = String(validating: raw, as: UTF8.self) else {
+                throw CBORError(.invalidUTF8, at: head.offset, "text string is not valid UTF-8")
+            }
+            return .textString(text)
+        case 4:
+            var items: [CBORValue] = []
+            if head.indefinite {
+                while try !takeBreak() { items.append(try item(depth: depth + 1)) }
+            } else {
+                let count = try boundedCount(head, perElement: 1)
+                items.reserveCapacity(count)
+                for _ in 0..<count { items.append(try item(depth: depth + 1)) }
+            }
+            return .array(items)
+        case 5:
+            var entries: [CBORMapEntry] = []
+            // Small maps (every mdoc map) are checked for duplicate keys by a scan; a hash set only pays off
+            // for large ones, and costs an allocation per map.
+            var keys = Set<CBORValue>()
+            func add(_ keyOffset: Int, _ key: CBORValue, _ value: CBORValue) throws {
+                let duplicate: Bool
+                if entries.count < 16 {
+                    duplicate = entries.contains { $0.key == key }
+                } else {
+                    if keys.isEmpty { keys = Set(entries.map(\.key)) }
+                    duplicate = !keys.insert(key).inserted
+                }
+                guard !duplicate else {
+                    throw CBORError(.duplicateMapKey, at: keyOffset, "map key \(key) appears twice")
+                }
+                entries.append(CBORMapEntry(key, value))
+            }
+            if head.indefinite {
+                while try !takeBreak() {
+                    let keyOffset = offset
+                    let key = try item(depth: depth + 1)
+                    try add(keyOffset, key, try item(depth: depth + 1))
+                }
+            } else {
+                let count = try boundedCount(head, perElement: 2)
+                entries.reserveCapacity(count)
+                for _ in 0..<count {
+                    let keyOffset = offset
+                    let key = try item(depth: depth + 1)
+                    try add(keyOffset, key, try item(depth: depth + 1))
+                }
+            }
+            return .map(entries)
+        case 6:
+            return .tagged(head.argument, try item(depth: depth + 1))
+        default:
+            return try simpleOrFloat(head)
+        }
+    }
+
+    /// Consumes a break code if one is next; throws at the end of input.
+    private mutating func takeBreak() throws -> Bool {
+        guard offset < bytes.count else {
+            throw CBORError(.truncated, at: offset, "indefinite-length item has no break code")
+        }
+        guard bytes[offset] == 0xFF else { return false }
+        offset += 1
+        return true
+    }
+
+    /// The element count of a definite array or map, refused when the remaining bytes cannot hold it.
+    private func boundedCount(_ head: Head, perElement: UInt64) throws -> Int {
+        let remaining = UInt64(bytes.count - offset)
+        guard head.argument <= remaining / perElement else {
+            throw CBORError(
+                .tooLong,
+                at: head.offset,
+                "count \(head.argument) needs more than the \(remaining) bytes that remain"
+            )
+        }
+        guard head.argument <= UInt64(limits.maximumItemCount) else {
+            throw CBORError(.tooManyItems, at: head.offset, "count \(head.argument) exceeds the item limit")
+        }
+        return Int(head.argument)
+    }
+
+    /// The bytes of a definite string or the concatenated chunks of an indefinite one.
+    private mutating func string(_ head: Head, major: UInt8) throws -> [UInt8] {
+        if !head.indefinite { return try definiteBytes(head) }
+        var out: [UInt8] = []
+        while try !takeBreak() {
+            let chunk = try self.head()
+            guard chunk.major == major, !chunk.indefinite else {
+                throw CBORError(
+                    .invalidIndefinite,
+                    at: chunk.offset,
+                    "chunk of an indefinite-length string must be a definite string of the same type"
+                )
+            }
+            try count(chunk.offset)
+            out += try definiteBytes(chunk)
+        }
+        return out
+    }
+
+    private mutating func definiteBytes(_ head: Head) throws -> [UInt8] {
+        let remaining = bytes.count - offset
+        guard head.argument <= UInt64(remaining) else {
+            throw CBORError(
+                .tooLong,
+                at: head.offset,
+                "string of \(head.argument) bytes but only \(remaining) remain"
+            )
+        }
+        let end = offset + Int(head.argument)
+        defer { offset = end }
+        return Array(bytes[offset..<end])
+    }
+
+    private mutating func simpleOrFloat(_ head: Head) throws -> CBORValue {
+        if head.indefinite {
+            throw CBORError(.invalidIndefinite, at: head.offset, "break code outside an indefinite-length item")
+        }
+        switch head.info {
+        case 0..<20: return .simple(head.info)
+        case 20: return .boolean(false)
+        case 21: return .boolean(true)
+        case 22: return .null
+        case 23: return .undefined
+        case 24:
+            guard head.argument >= 32 else {
+                throw CBORError(.reservedEncoding, at: head.offset, "two-byte simple value \(head.argument) below 32")
+            }
+            return .simple(UInt8(truncatingIfNeeded: head.argument))
+        case 25: return .float(Double(Float16Bits.float(from: UInt16(truncatingIfNeeded: head.argument))))
+        case 26: return .float(Double(Float(bitPattern: UInt32(truncatingIfNeeded: head.argument))))
+        default: return .float(Double(bitPattern: head.argument))
+        }
+    }
+}
+
+/// IEEE 754 binary16 conversions in plain arithmetic (`Float16` is unavailable on some Linux targets).
+enum Float16Bits {
+    /// The value of a half-precision bit pattern (RFC 8949 Appendix D).
+    static func float(from half: UInt16) -> Float {
+        let exponent = Int((half >> 10) & 0x1F)
+        let mantissa = Float(half & 0x3FF)
+        let magnitude: Float
+        if exponent == 0 {
+            magnitude = mantissa * 0x1p-24
+        } else if exponent == 31 {
+            magnitude = mantissa == 0 ? .infinity : .nan
+        } else {
+            magnitude = (1 + mantissa / 1024) * Float(sign: .plus, exponent: exponent - 15, significand: 1)
+        }
+        return half & 0x8000 != 0 ? -magnitude : magnitude
+    }
+
+    /// The half-precision bit pattern of `value` when it converts exactly (NaN maps to the canonical `7E00`).
+    static func exactBits(_ value: Double) -> UInt16? {
+        if value.isNaN { return 0x7E00 }
+        let sign: UInt16 = value.sign == .minus ? 0x8000 : 0
+        let magnitude = abs(value)
+        if magnitude == 0 { return sign }
+        if magnitude.isInfinite { return sign | 0x7C00 }
+        // Subnormal halves: multiples of 2^-24 below 2^-14.
+        if magnitude < 0x1p-14 {
+            let scaled = magnitude * 0x1p24
+            guard scaled == scaled.rounded(.towardZero), scaled < 1024 else { return nil }
+            return sign | UInt16(scaled)
+        }
+        guard magnitude <= 65504 else { return nil }
+        let exponent = Int(magnitude.exponent)
+        let significand = magnitude.significand  // in [1, 2)
+        let fraction = (significand - 1) * 1024
+        guard fraction == fraction.rounded(.towardZero) else { return nil }
+        return sign | UInt16(exponent + 15) << 10 | UInt16(fraction)
+    }
+}
