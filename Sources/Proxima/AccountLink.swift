@@ -110,7 +110,7 @@ struct AccountLinkStore: Sendable {
             }
             return AccountLink(merchantID: merchant, processor: processor, readerIdentifier: reader, linkedAt: linkedAt)
         } catch let error as ProximaError {
-            throw .accountLinkingCheckFailed("\(path) is not a valid account link (\(error.reason)); link again")
+            throw .accountLinkingCheckFailed("\(path) is not a valid account link (\(error.pathAndReason)); link again")
         } catch {
             throw .accountLinkingCheckFailed("\(path) is not a valid account link (\(error)); link again")
         }

@@ -71,7 +71,7 @@ public struct PaymentSettings: Sendable {
     ///   - json: The `capabilities.payment` object.
     ///   - path: Its JSON path, for messages (`capabilities.payment`).
     ///   - baseDirectory: The manifest's folder; `processorPublicKey` resolves against it.
-    /// - Throws: `ProximaError.invalidManifest` whose reason starts with the JSON path of the problem.
+    /// - Throws: `ProximaError.invalidManifest` whose `jsonPath` names the problem.
     public init(json: JSONValue, path: String, baseDirectory: String) throws {
         var object = try StrictObject(json, at: path)
         let keyFile = try object.string("processorPublicKey")
@@ -96,7 +96,8 @@ public struct PaymentSettings: Sendable {
         if let duplicate = audiences.enumerated().first(where: { audiences[..<$0.offset].contains($0.element) }) {
             throw ProximaError(
                 .invalidManifest,
-                "\(object.path(of: "allowedAudiences"))[\(duplicate.offset)]: \"\(duplicate.element)\" is listed twice"
+                "\"\(duplicate.element)\" is listed twice",
+                jsonPath: "\(object.path(of: "allowedAudiences"))[\(duplicate.offset)]"
             )
         }
         allowedAudiences = audiences
@@ -122,7 +123,7 @@ public struct PaymentSettings: Sendable {
         do {
             try self.init(json: json, path: "capabilities.payment", baseDirectory: manifest.baseDirectory)
         } catch let error as ProximaError {
-            throw .notAllowed("\(file): \(error.reason)")
+            throw .notAllowed("\(file): \(error.pathAndReason)")
         } catch {
             throw .notAllowed("\(file): capabilities.payment: \(error)")
         }
@@ -155,14 +156,21 @@ public struct PaymentSettings: Sendable {
         do {
             data = try BoundedFile.read(path, limit: 64 * 1024)
         } catch {
-            throw ProximaError(.invalidManifest, "\(jsonPath): cannot read \(path): \(error.reason)")
+            throw ProximaError(
+                .invalidManifest,
+                "cannot read \(path): \(error.reason)",
+                jsonPath: jsonPath,
+                underlying: error
+            )
         }
         do {
             return try P256.PublicKey(pemRepresentation: String(decoding: data, as: UTF8.self))
         } catch let error as CryptoError {
             throw ProximaError(
                 .invalidManifest,
-                "\(jsonPath): \(path) is not a P-256 public key in PEM (BEGIN PUBLIC KEY): \(error.reason)"
+                "\(path) is not a P-256 public key in PEM (BEGIN PUBLIC KEY): \(error.reason)",
+                jsonPath: jsonPath,
+                underlying: error
             )
         }
     }
