@@ -75,11 +75,7 @@ let manifest = Manifest(
 let kernel = Kernel(manifest: manifest, registry: registry)
 let command = try CommandAPDU(bytes: selectPPSE)
 
-let (raw, wrapped, taps) = try await withThrowingTaskGroup(of: (Duration, Duration, Double)?.self) { group in
-    group.addTask {
-        await kernel.run()
-        return nil
-    }
+let (raw, wrapped, taps) = try await kernel.withRunning { kernel in
     await kernel.waitForReaders(count: 1)
     let n = exchanges
     let raw = try await kernel.tap(lane: "lane") { channel, _ in
@@ -96,7 +92,6 @@ let (raw, wrapped, taps) = try await withThrowingTaskGroup(of: (Duration, Durati
             }
         }
     }
-    group.cancelAll()
     return (raw, wrapped, Double(tapCount) / (perOperation(tapTime, 1) / 1e9))
 }
 

@@ -83,7 +83,22 @@ struct PhaseResult {
 }
 
 /// Runs `tasks` requesters doing `cyclesPerTask` lease → release cycles each; times 1 lease in `sampleEvery`.
+/// The pool's deadline timer (`run()`) runs beside them, as in the kernel.
 func runPhase(pool: ReaderPool, tasks: Int, cyclesPerTask: Int, sampleEvery: Int) async -> PhaseResult {
+    await withTaskGroup(of: Void.self) { timer in
+        timer.addTask { await pool.run() }
+        let result = await measurePhase(
+            pool: pool,
+            tasks: tasks,
+            cyclesPerTask: cyclesPerTask,
+            sampleEvery: sampleEvery
+        )
+        timer.cancelAll()
+        return result
+    }
+}
+
+func measurePhase(pool: ReaderPool, tasks: Int, cyclesPerTask: Int, sampleEvery: Int) async -> PhaseResult {
     let clock = ContinuousClock()
     let start = clock.now
     let samples = await withTaskGroup(of: ([Duration], [Duration]).self) { group in

@@ -74,7 +74,7 @@ public enum CardProfiles {
             }
             return try kind.parse(json, source)
         } catch let error as ProximaError {
-            throw ProximaError(.malformedData, "\(source): \(error.reason)")
+            throw ProximaError(.malformedData, "\(source): \(error.pathAndReason)", underlying: error)
         }
     }
 

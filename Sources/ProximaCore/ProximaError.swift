@@ -55,6 +55,13 @@ public struct ProximaError: Error, Hashable, Sendable, CustomStringConvertible {
         return nil
     }
 
+    /// ``reason`` after the ``jsonPath`` when there is one (`lanes[0].id: expected a string`): the text a message
+    /// that wraps this error quotes, so the path is not lost.
+    public var pathAndReason: String {
+        guard let jsonPath else { return reason }
+        return "\(StrictObject.display(jsonPath)): \(reason)"
+    }
+
     public var description: String {
         var where_: [String] = []
         if let lane { where_.append("lane \(lane)") }

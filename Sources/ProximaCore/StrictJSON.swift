@@ -1,8 +1,9 @@
 /// Strict, path-naming reading of JSON objects for configuration files (manifest, plugin config, card profiles).
 ///
 /// Every accessor marks its key as used; ``finish()`` then rejects any key nobody read, so a typo such as
-/// `"overflowToShard"` is an error naming its path instead of being silently ignored. Errors read
-/// `lanes[2].readers[0]: expected a string, found integer`.
+/// `"overflowToShard"` is an error naming its path instead of being silently ignored. Errors carry the path in
+/// ``ProximaError/jsonPath`` and the problem in ``ProximaError/reason`` (printed `lanes[2].readers[0]: expected a
+/// string, found integer`).
 public struct StrictObject {
     /// The JSON path of this object (`plugins[0].config`); empty for the document root.
     public let path: String
@@ -13,7 +14,7 @@ public struct StrictObject {
     /// - Throws: when `value` is not an object.
     public init(_ value: JSONValue, at path: String, errorCode: ProximaError.Code = .invalidManifest) throws {
         guard case .object(let members) = value else {
-            throw ProximaError(errorCode, "\(StrictObject.display(path)): expected an object, found \(value.typeName)")
+            throw ProximaError(errorCode, "expected an object, found \(value.typeName)", jsonPath: path)
         }
         self.path = path
         self.errorCode = errorCode
@@ -42,16 +43,13 @@ public struct StrictObject {
     /// - Throws: when absent.
     public mutating func required(_ key: String, expected: String) throws -> JSONValue {
         guard let v = value(key) else {
-            throw ProximaError(
-                errorCode,
-                "\(StrictObject.display(path)): missing required member \"\(key)\" (\(expected))"
-            )
+            throw ProximaError(errorCode, "missing required member \"\(key)\" (\(expected))", jsonPath: path)
         }
         return v
     }
 
     public func fail(_ key: String, _ message: String) -> ProximaError {
-        ProximaError(errorCode, "\(path(of: key)): \(message)")
+        ProximaError(errorCode, message, jsonPath: path(of: key))
     }
 
     // MARK: Typed accessors
@@ -95,7 +93,8 @@ public struct StrictObject {
         guard range.contains(d) else {
             throw ProximaError(
                 errorCode,
-                "\(path(of: key)): \(d) is out of range, expected \(range.lowerBound)…\(range.upperBound)"
+                "\(d) is out of range, expected \(range.lowerBound)…\(range.upperBound)",
+                jsonPath: path(of: key)
             )
         }
         return d
@@ -122,7 +121,8 @@ public struct StrictObject {
         guard allowed.contains(s) else {
             throw ProximaError(
                 errorCode,
-                "\(path(of: key)): \"\(s)\" is not one of \(allowed.map { "\"\($0)\"" }.joined(separator: ", "))"
+                "\"\(s)\" is not one of \(allowed.map { "\"\($0)\"" }.joined(separator: ", "))",
+                jsonPath: path(of: key)
             )
         }
         return s
@@ -136,7 +136,8 @@ public struct StrictObject {
         let known = used.sorted().joined(separator: ", ")
         throw ProximaError(
             errorCode,
-            "\(path(of: first)): unknown member \"\(first)\"" + (known.isEmpty ? "" : " (known here: \(known))")
+            "unknown member \"\(first)\"" + (known.isEmpty ? "" : " (known here: \(known))"),
+            jsonPath: path(of: first)
         )
     }
 
@@ -144,7 +145,7 @@ public struct StrictObject {
 
     public func decodeString(_ v: JSONValue, at path: String, nonEmpty: Bool = true) throws -> String {
         guard case .string(let s) = v else { throw mismatch(v, "a string", at: path) }
-        if nonEmpty && s.isEmpty { throw ProximaError(errorCode, "\(path): expected a non-empty string") }
+        if nonEmpty && s.isEmpty { throw ProximaError(errorCode, "expected a non-empty string", jsonPath: path) }
         return s
     }
 
@@ -155,13 +156,14 @@ public struct StrictObject {
         guard range.contains(i) else {
             throw ProximaError(
                 errorCode,
-                "\(path): \(i) is out of range, expected \(range.lowerBound)…\(range.upperBound)"
+                "\(i) is out of range, expected \(range.lowerBound)…\(range.upperBound)",
+                jsonPath: path
             )
         }
         return i
     }
 
     public func mismatch(_ v: JSONValue, _ expected: String, at path: String) -> ProximaError {
-        ProximaError(errorCode, "\(StrictObject.display(path)): expected \(expected), found \(v.typeName)")
+        ProximaError(errorCode, "expected \(expected), found \(v.typeName)", jsonPath: path)
     }
 }

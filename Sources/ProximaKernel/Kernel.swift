@@ -43,20 +43,33 @@ public struct PluginFailure: Hashable, Sendable, CustomStringConvertible {
 
 /// The kernel: owns every reader through its transports and the reader pool, and serves taps from lanes.
 ///
-/// Build it from a manifest, run it (`run()` returns when cancelled), and call ``tap(lane:options:_:)`` from any
-/// task. Transports start in manifest order and stop in reverse order; one that fails is reported in
-/// ``pluginFailures`` and as an event, and the rest go on.
+/// Build it from a manifest, run it, and call ``tap(lane:options:_:)`` from any task. The lifecycle follows
+/// swift-service-lifecycle's `ServiceGroup`: ``run()`` starts the transports in manifest order as children of one
+/// task group; ``triggerGracefulShutdown()`` (or ``shutdown()``) stops them in reverse order, each awaited before
+/// the next is asked; cancelling the task of `run()` only escalates (everything stops at once). A transport that
+/// fails is reported in ``pluginFailures`` and as a `pluginFailed` event, and the rest go on.
+/// ``withRunning(_:)`` does all of that around a body for callers that own the kernel.
 public final class Kernel: Sendable {
     public let manifest: Manifest
     public let events: KernelEventBus
     public let clock: KernelClock
-    public let pool: ReaderPool
+    /// The scheduler. `package`: reader events and leases go through the kernel, so an app cannot fault a reader.
+    package let pool: ReaderPool
 
     private let transports: [(id: String, transport: any Transport)]
     private let readerTransports = Mutex<[ReaderID: Int]>([:])
     private let failures: Mutex<[PluginFailure]>
     private let nextTap = Atomic<UInt64>(0)
     private let laneIDs: Set<LaneID>
+
+    private enum RunState {
+        case notStarted, running, finished
+    }
+    private let runState = Mutex(RunState.notStarted)
+    /// Set by ``triggerGracefulShutdown()``.
+    private let gracefulShutdownRequested = AsyncSignal()
+    /// Set when ``run()`` has stopped everything (or ``shutdown()`` found it never started).
+    private let finished = AsyncSignal()
 
     /// Builds every enabled transport of `manifest` (no I/O yet).
     public init(manifest: Manifest, registry: PluginRegistry, clock: KernelClock = .continuous) {
@@ -86,46 +99,142 @@ public final class Kernel: Sendable {
     /// Plugins that failed to build or to run, with their reasons.
     public var pluginFailures: [PluginFailure] { failures.withLock { $0 } }
 
-    /// Runs every transport until the calling task is cancelled, then stops them in reverse order and fails
-    /// waiting requests with `shuttingDown`.
+    /// Runs every transport and the reader pool's deadline timer until ``triggerGracefulShutdown()``, then stops
+    /// the transports in reverse manifest order (each one awaited before the next is asked), fails waiting
+    /// requests with `shuttingDown` and finishes the event streams.
     ///
-    /// Each transport runs in its own task so that shutdown can cancel them one at a time, last first: child
-    /// tasks of a task group would all see the caller's cancellation at once. Every task is awaited before
-    /// `run()` returns, so nothing outlives it.
+    /// Transports start in manifest order: the next one's task is created once this one's `run()` has begun. Each
+    /// runs in its own inner task group with the task that feeds its reader events into the pool, so that it alone
+    /// can be stopped (a transport's `run()` stops on cancellation). Cancelling the task that called `run()`
+    /// escalates: every transport is cancelled at once. Either way nothing outlives `run()`. Calling it again, or
+    /// after ``shutdown()``, returns at once.
     public func run() async {
-        var runners: [Task<Void, Never>] = []
-        var followers: [Task<Void, Never>] = []
-        for (index, (id, transport)) in transports.enumerated() {
-            followers.append(Task { await self.follow(transport, index: index) })
-            // Start in manifest order: the next transport's task is created once this one's has begun.
-            await withCheckedContinuation { (started: CheckedContinuation<Void, Never>) in
-                runners.append(
-                    Task {
-                        started.resume()
-                        do {
-                            try await transport.run()
-                        } catch  where !Task.isCancelled {
-                            self.recordFailure(PluginFailure(pluginID: id, reason: "stopped: \(error)"))
-                        } catch {}
-                    }
-                )
-            }
+        let first = runState.withLock { state -> Bool in
+            guard state == .notStarted else { return false }
+            state = .running
+            return true
         }
-        await waitForCancellation()
-        for runner in runners.reversed() {
-            runner.cancel()
-            await runner.value
+        guard first else { return }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.pool.run() }
+            await runTransports()
+            // Only now: a tap that was already waiting when its reader's transport stopped fails here.
+            await pool.shutdown()
+            group.cancelAll()
         }
-        for follower in followers { follower.cancel() }
-        for follower in followers { await follower.value }
-        await pool.shutdown()
         events.finish()
+        runState.withLock { $0 = .finished }
+        finished.set()
     }
 
-    /// Returns when the calling task is cancelled (an `AsyncStream` iteration ends on cancellation).
-    private func waitForCancellation() async {
-        let never = AsyncStream<Void> { _ in }
-        for await _ in never {}
+    /// Asks ``run()`` to stop gracefully and returns at once; `run()` returns once everything stopped.
+    ///
+    /// Safe to call from any task, any number of times, also before `run()` (which then starts nothing).
+    public func triggerGracefulShutdown() {
+        gracefulShutdownRequested.set()
+    }
+
+    /// Stops the kernel gracefully and returns once ``run()`` has returned (at once if it never started: the pool
+    /// then shuts down and the event streams finish here).
+    public func shutdown() async {
+        triggerGracefulShutdown()
+        let neverStarted = runState.withLock { state -> Bool in
+            guard state == .notStarted else { return false }
+            state = .finished
+            return true
+        }
+        if neverStarted {
+            await pool.shutdown()
+            events.finish()
+            finished.set()
+        }
+        await finished.wait()
+    }
+
+    /// Runs the kernel around `body`: starts ``run()`` in a task group, runs `body` with the kernel, then shuts
+    /// down gracefully and waits until `run()` returned, also when `body` throws.
+    ///
+    /// Cancelling the calling task cancels `body` and escalates the shutdown.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws.
+    public func withRunning<T>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (Kernel) async throws -> T
+    ) async throws -> T {
+        let result = await withTaskGroup(of: Void.self, returning: Result<T, any Error>.self) { group in
+            group.addTask { await self.run() }
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await body(self))
+            } catch {
+                result = .failure(error)
+            }
+            triggerGracefulShutdown()
+            await group.waitForAll()
+            return result
+        }
+        return try result.get()
+    }
+
+    /// The transports' part of ``run()``: start in order, wait for the graceful signal (or cancellation), stop in
+    /// reverse order.
+    private func runTransports() async {
+        let stopRequests = transports.map { _ in AsyncSignal() }
+        let stopped = transports.map { _ in AsyncSignal() }
+        await withTaskGroup(of: Void.self) { group in
+            var launched = 0
+            for (index, (id, transport)) in transports.enumerated() {
+                guard !gracefulShutdownRequested.isSet, !Task.isCancelled else { break }
+                let started = AsyncSignal()
+                group.addTask {
+                    await self.serve(
+                        transport,
+                        id: id,
+                        index: index,
+                        started: started,
+                        stop: stopRequests[index]
+                    )
+                    stopped[index].set()
+                }
+                await started.wait()
+                launched += 1
+            }
+            // Returns on the graceful signal, or at once when the task of `run()` is cancelled (escalation: the
+            // group's children are cancelled too, all at once).
+            await gracefulShutdownRequested.wait()
+            for index in (0..<launched).reversed() {
+                stopRequests[index].set()
+                await stopped[index].wait()
+            }
+        }
+    }
+
+    /// One transport: its `run()` and the task following its reader events, in an inner group that stops when
+    /// `stop` is set or the task is cancelled.
+    private func serve(
+        _ transport: any Transport,
+        id: String,
+        index: Int,
+        started: AsyncSignal,
+        stop: AsyncSignal
+    ) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.follow(transport, index: index) }
+            await withTaskGroup(of: Void.self) { running in
+                running.addTask {
+                    started.set()
+                    do {
+                        try await transport.run()
+                    } catch  where !Task.isCancelled {
+                        self.recordFailure(PluginFailure(pluginID: id, reason: "stopped: \(error)"))
+                    } catch {}
+                }
+                await stop.wait()
+                running.cancelAll()
+            }
+            // The reader events the transport sent while it stopped have been fed in; now stop following.
+            group.cancelAll()
+        }
     }
 
     /// Waits until at least `count` readers are in the pool (or the calling task is cancelled).
@@ -139,7 +248,7 @@ public final class Kernel: Sendable {
 
     private func recordFailure(_ failure: PluginFailure) {
         failures.withLock { $0.append(failure) }
-        events.publish(KernelEvent(.readerFaulted(reason: failure.description), time: clock.now))
+        events.publish(KernelEvent(.pluginFailed(pluginID: failure.pluginID, reason: failure.reason), time: clock.now))
     }
 
     /// Feeds a transport's reader events into the pool.
@@ -164,13 +273,59 @@ public final class Kernel: Sendable {
     /// Readers, their lanes and states, and queue lengths.
     public func snapshot() async -> PoolSnapshot { await pool.snapshot() }
 
+    /// Waits until `lane` can be served: a present, healthy reader that may serve it exists, free or busy (by the
+    /// rule the scheduler leases by: the lane's readers, the shared pool when the lane overflows, only
+    /// `pinnedReader` when given, extended length when needed).
+    ///
+    /// Event-driven: woken when a reader appears or recovers; time comes from the kernel's clock.
+    /// - Parameters:
+    ///   - timeout: how long to wait; `nil` waits until the task is cancelled or the kernel stops.
+    /// - Returns: `true` as soon as the lane can be served (at once if it can now); `false` at the timeout, for a
+    ///   lane not in the manifest, when the kernel shuts down or the task is cancelled.
+    public func waitUntilServable(
+        lane: LaneID,
+        pinnedReader: ReaderID? = nil,
+        needsExtendedLength: Bool = false,
+        timeout: Duration?
+    ) async -> Bool {
+        guard let timeout else {
+            return await pool.waitUntilServable(
+                lane: lane,
+                pinnedReader: pinnedReader,
+                needsExtendedLength: needsExtendedLength
+            )
+        }
+        let deadline = clock.now + timeout
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await self.pool.waitUntilServable(
+                    lane: lane,
+                    pinnedReader: pinnedReader,
+                    needsExtendedLength: needsExtendedLength
+                )
+            }
+            group.addTask {
+                try? await self.clock.sleep(until: deadline)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
     /// Serves one tap on `lane`: waits for a suitable free reader (FIFO within the lane, fair across lanes),
     /// waits for a card on it, runs `body` over the card's channel, and always releases the reader.
     ///
+    /// `package`: what `body` sees is clear card data; apps reach taps only through a capability's service, which
+    /// returns what an app may see.
+    ///
     /// - Throws: `ProximaError` — `noSuchLane`, `readerBusy` (fail-fast lane), `deadlineExceeded`, `cancelled`,
     ///   `readerVanished` / `readerFaulted` (when failover is off or no other reader was found in time),
-    ///   `shuttingDown`, or whatever `body` throws.
-    public func tap<T: Sendable>(
+    ///   `shuttingDown`, or whatever `body` throws. A capability's own error is thrown unchanged, or kept as the
+    ///   ``ProximaCore/ProximaError/underlying`` cause when the kernel reports something else (the deadline passed,
+    ///   the reader faulted or vanished meanwhile, failover gave up).
+    package func tap<T: Sendable>(
         lane: LaneID,
         options: TapOptions = TapOptions(),
         _ body: @escaping @Sendable (any CardChannel, TapContext) async throws -> T
@@ -179,6 +334,8 @@ public final class Kernel: Sendable {
             throw ProximaError(.noSuchLane, "lane \"\(lane)\" is not in the manifest", lane: lane)
         }
         let deadline = options.timeout.map { clock.now + $0 }
+        // The failure of the last reader given up on, kept as the cause when the next attempt fails too.
+        var abandoned: ProximaError?
         while true {
             do {
                 return try await withDeadline(deadline, lane: lane) {
@@ -187,7 +344,10 @@ public final class Kernel: Sendable {
             } catch let error as ProximaError
                 where options.failover && (error.code == .readerVanished || error.code == .readerFaulted)
             {
+                abandoned = error
                 continue  // the reader is out of rotation now; the next lease goes elsewhere
+            } catch let error as ProximaError {
+                throw abandoned.map { error.endingIn($0) } ?? error
             }
         }
     }
@@ -279,23 +439,55 @@ public final class Kernel: Sendable {
                 return nil
             }
             defer { group.cancelAll() }
-            guard let first = try await group.next() else {
+            guard let first = await group.nextResult() else {
                 throw ProximaError(.cancelled, "tap cancelled", lane: lane)
             }
-            guard let value = first else {
-                throw ProximaError(.deadlineExceeded, "the tap did not finish before its deadline", lane: lane)
-            }
-            return value
+            if let value = try first.get() { return value }
+            // The deadline came first. The tap sees the cancellation; what it failed with (a capability's error,
+            // a reader's) stays reachable as the cause.
+            group.cancelAll()
+            var cause: (any Error)?
+            if case .failure(let error) = await group.nextResult(), Self.isCause(error) { cause = error }
+            throw ProximaError(
+                .deadlineExceeded,
+                "the tap did not finish before its deadline",
+                lane: lane,
+                underlying: cause
+            )
         }
+    }
+
+    /// Whether `error` says more than "the tap was cancelled".
+    private static func isCause(_ error: any Error) -> Bool {
+        if error is CancellationError { return false }
+        if let proxima = error as? ProximaError, proxima.code == .cancelled, proxima.underlying == nil { return false }
+        return true
     }
 
     /// A tap's error as the caller sees it: kernel and transport errors as `ProximaError` carrying reader and
     /// lane; a capability's own error type (`PaymentError`, …) unchanged, so the API layer can map it.
+    ///
+    /// A `ProximaError` keeps its ``ProximaCore/ProximaError/underlying`` cause (the reader pool puts the body's
+    /// error there when the reader faulted or vanished meanwhile).
     static func normalize(_ error: any Error, reader: ReaderID, lane: LaneID) -> any Error {
         switch error {
         case let e as ProximaError: e.at(reader: reader, lane: lane)
         case is CancellationError: ProximaError(.cancelled, "tap cancelled", reader: reader, lane: lane)
         default: error
         }
+    }
+}
+
+extension ProximaError {
+    /// A copy whose chain of kernel errors ends in `cause`: set as ``underlying`` of the last `ProximaError` of the
+    /// chain, unless the chain already ends in another error type (a capability's own cause wins).
+    func endingIn(_ cause: ProximaError) -> ProximaError {
+        let next: any Error
+        switch underlying {
+        case nil: next = cause
+        case let inner as ProximaError: next = inner.endingIn(cause)
+        default: return self
+        }
+        return ProximaError(code, reason, reader: reader, lane: lane, jsonPath: jsonPath, underlying: next)
     }
 }

@@ -18,6 +18,8 @@ public struct KernelEvent: Hashable, Sendable, CustomStringConvertible {
         case readFailed(code: ProximaError.Code, reason: String)
         /// A capability asked the attendant display of the lane to show something (never the app).
         case laneOutput(String)
+        /// A plugin could not be built or its `run()` failed; no reader or lane is named.
+        case pluginFailed(pluginID: String, reason: String)
     }
 
     public var kind: Kind
@@ -47,7 +49,8 @@ public final class KernelEventBus: Sendable {
     private let subscribers = Mutex<[UInt64: AsyncStream<KernelEvent>.Continuation]>([:])
     private let nextID = Atomic<UInt64>(0)
 
-    public init() {}
+    /// `package`: only the kernel publishes; apps subscribe through ``Kernel/events``.
+    package init() {}
 
     /// A new stream of every event published from now on.
     /// - Parameter bufferSize: how many undelivered events are kept before the oldest are dropped.
@@ -66,14 +69,14 @@ public final class KernelEventBus: Sendable {
 
     public var hasSubscribers: Bool { subscribers.withLock { !$0.isEmpty } }
 
-    public func publish(_ event: KernelEvent) {
+    package func publish(_ event: KernelEvent) {
         subscribers.withLock { subs in
             for continuation in subs.values { continuation.yield(event) }
         }
     }
 
     /// Ends every subscriber's stream.
-    public func finish() {
+    package func finish() {
         let all = subscribers.withLock { subs in
             let all = Array(subs.values)
             subs.removeAll()

@@ -17,40 +17,18 @@ final class ManifestDiagnosticSink {
         diagnostics.append(ManifestDiagnostic(path: path, message: message, severity: .warning))
     }
 
-    /// Records a thrown error. `ProximaError` reasons of the form `path: message` (as `StrictObject` and plugin
-    /// factories write them) keep their own path when it lies under `path`.
+    /// Records a thrown error: a `ProximaError` at its own ``ProximaCore/ProximaError/jsonPath`` (as `StrictObject`,
+    /// plugin factories and capability validators set it), or at `path` when it names none.
     func record(_ error: any Error, at path: String) {
         switch error {
         case let manifestError as ManifestError:
             diagnostics.append(contentsOf: manifestError.diagnostics)
         case let proximaError as ProximaError:
             let reason = proximaError.reason.isEmpty ? "\(proximaError.code)" : proximaError.reason
-            if let (ownPath, message) = Self.split(reason, under: path) {
-                self.error(ownPath, message)
-            } else {
-                self.error(path, reason)
-            }
+            self.error(proximaError.jsonPath ?? path, reason)
         default:
             self.error(path, "\(error)")
         }
-    }
-
-    /// Splits `"plugins[0].config.readers[1]: expected …"` into path and message when the path is `base` or
-    /// lies under it.
-    static func split(_ reason: String, under base: String) -> (path: String, message: String)? {
-        let document = "\(StrictObject.display("")): "
-        if base.isEmpty, reason.hasPrefix(document) {
-            return ("", String(reason.dropFirst(document.count)))
-        }
-        guard reason.hasPrefix(base) else { return nil }
-        let rest = reason.dropFirst(base.count)
-        guard let next = rest.first, next == ":" || next == "." || next == "[" || base.isEmpty,
-            let separator = rest.range(of: ": ")
-        else { return nil }
-        let path = base + rest[..<separator.lowerBound]
-        // At the root any prefix would match; only accept something shaped like a path, not prose.
-        if base.isEmpty, path.isEmpty || path.contains(where: \.isWhitespace) { return nil }
-        return (path, String(rest[separator.upperBound...]))
     }
 }
 

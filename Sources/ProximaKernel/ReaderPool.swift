@@ -1,4 +1,4 @@
-public import ProximaCore
+package import ProximaCore
 import Synchronization
 
 /// The scheduler: decides which request gets which reader, and when.
@@ -27,9 +27,12 @@ import Synchronization
 /// rotation on release unless it recovered or reappeared meanwhile. A reader that reappears after vanishing
 /// starts healthy.
 ///
-/// **Time.** Deadlines use the injected ``KernelClock``. One timer task, owned by the pool, sleeps until the
-/// earliest pending deadline; it is re-armed only when an earlier deadline arrives. Call ``shutdown()`` to fail
-/// every waiter and stop it.
+/// **Time.** Deadlines use the injected ``KernelClock``. The pool's ``run()`` (a child of the kernel's task group)
+/// sleeps until the earliest pending deadline and wakes early only when an earlier deadline arrives; deadlines fire
+/// only while it runs. Call ``shutdown()`` to fail every waiter and end `run()`.
+///
+/// **Who may call what.** Reader events (``readerAppeared(_:)`` …), ``run()`` and ``shutdown()`` are `package`:
+/// only the kernel (and the package's tests and benchmarks) feed the pool; an app sees it through ``Kernel``.
 public actor ReaderPool {
     struct LaneSlot {
         let id: LaneID
@@ -66,7 +69,8 @@ public actor ReaderPool {
     struct WaiterSlot {
         /// 0 when the slot is free.
         var sequence: UInt64 = 0
-        var continuation: CheckedContinuation<Lease, any Error>?
+        /// Shared with the request's cancellation handler, which may resume it first.
+        var continuation: WaiterContinuation<Lease>?
         var lane = 0
         /// Slot of the pinned reader, or -1.
         var pinned = -1
@@ -83,9 +87,12 @@ public actor ReaderPool {
     // - A waiter is live iff `waiters[i].sequence != 0`. Each live waiter has exactly one entry in one queue (its
     //   lane's any / extended queue, or its pinned reader's any / extended queue) and one in `deadlines`;
     //   entries of dead waiters are skipped and dropped lazily. `waitingCount`, `lanes[l].waiting` and
-    //   `readers[r].pinnedWaiting` count live waiters; every live waiter's continuation is stored.
+    //   `readers[r].pinnedWaiting` count live waiters. A live waiter's continuation is stored, or was already
+    //   resumed by its cancellation handler (then its task takes it off the books when it resumes on the pool).
     // - No live waiter has a free reader it could use (checked on arrival and whenever a reader frees up).
-    // - While a waiter is live, the timer is armed at `timerDeadline` ≤ the earliest live deadline.
+    // - While a waiter is live and `run()` runs, `run()` sleeps until `timerDeadline` ≤ the earliest live deadline,
+    //   or is about to be woken by `timerWakeup`.
+    // - `servableWaiters` holds only callers for whom no present, healthy reader that could serve them exists.
     private static let poolCount = Atomic<UInt64>(0)
 
     private let clock: KernelClock
@@ -112,9 +119,21 @@ public actor ReaderPool {
     private var freeWaiterSlots: [Int] = []
     private var nextSequence: UInt64 = 0
     private var deadlines = DeadlineHeap()
-    private var timer: Task<Void, Never>?
+    /// The deadline ``run()`` sleeps until; `nil` while it waits for a first deadline or does not run.
     private var timerDeadline: Duration?
-    private var timerGeneration: UInt64 = 0
+    /// Wakes ``run()`` when an earlier deadline arrives or the pool shuts down.
+    private let timerWakeup = AsyncSignal()
+    private var isRunning = false
+
+    /// Callers of ``waitUntilServable(lane:pinnedReader:needsExtendedLength:)`` still waiting.
+    private struct ServableWaiter {
+        var lane: Int
+        var pinned: Int
+        var needsExtended: Bool
+        var continuation: WaiterContinuation<Bool>
+    }
+    private var servableWaiters: [UInt64: ServableWaiter] = [:]
+    private var nextServableID: UInt64 = 0
 
     private var nextLeaseID: UInt64 = 0
     private var isShutDown = false
@@ -130,7 +149,7 @@ public actor ReaderPool {
     ///   - lanes: the lanes, in manifest order (the first lane with a given id wins).
     ///   - clock: the kernel's clock, for deadlines and timestamps.
     ///   - events: where lease and reader events are published.
-    public init(lanes: [LaneConfiguration], clock: KernelClock, events: KernelEventBus) {
+    package init(lanes: [LaneConfiguration], clock: KernelClock, events: KernelEventBus) {
         var slots: [LaneSlot] = []
         var index: [LaneID: Int] = [:]
         for configuration in lanes where index[configuration.id] == nil {
@@ -148,10 +167,6 @@ public actor ReaderPool {
         self.clock = clock
         self.events = events
         self.poolID = Self.poolCount.wrappingAdd(1, ordering: .relaxed).newValue
-    }
-
-    deinit {
-        timer?.cancel()
     }
 
     // MARK: Leasing
@@ -226,15 +241,24 @@ public actor ReaderPool {
         slot.sawEligibleReader = eligibleExists
         if deadline <= now { throw expiryError(slot, now: now) }
 
+        let continuation = WaiterContinuation<Lease>()
+        slot.continuation = continuation
         let ref = enqueue(slot)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Lease, any Error>) in
-                // Same actor job as `enqueue`: nothing can have granted or removed the waiter yet, and a
-                // cancellation handler that already ran has only scheduled `cancelWaiter`, which runs after this.
-                waiters[ref.index].continuation = continuation
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (stored: CheckedContinuation<Lease, any Error>) in
+                    // Same actor job as `enqueue`: nothing can have granted or removed the waiter yet; a
+                    // cancellation that came first makes `store` resume at once.
+                    continuation.store(stored)
+                }
+            } onCancel: {
+                continuation.cancel()
             }
-        } onCancel: {
-            Task { await self.cancelWaiter(ref) }
+        } catch is CancellationError {
+            // Back on the pool. The handler resumed the request directly; if no grant, expiry or shutdown took the
+            // waiter off the books meanwhile, do it now.
+            if isLive(ref) { _ = removeWaiter(ref) }
+            throw cancellationError(slot, now: clock.now)
         }
     }
 
@@ -283,21 +307,21 @@ public actor ReaderPool {
         return readers[lease.slot].interruption ?? .healthy
     }
 
-    /// Fails every waiting request with `shuttingDown`, stops the deadline timer and refuses new requests.
+    /// Fails every waiting request with `shuttingDown` (and every ``waitUntilServable(lane:pinnedReader:needsExtendedLength:)``
+    /// with `false`), ends ``run()`` and refuses new requests.
     ///
     /// Leases already held stay valid and may still be released.
-    public func shutdown() {
+    package func shutdown() {
         guard !isShutDown else { return }
         isShutDown = true
-        timer?.cancel()
-        timer = nil
-        timerDeadline = nil
-        timerGeneration &+= 1
+        timerWakeup.set()
+        for waiter in servableWaiters.values { waiter.continuation.take()?.resume(returning: false) }
+        servableWaiters.removeAll()
         let now = clock.now
         for index in waiters.indices where waiters[index].sequence != 0 {
             let ref = WaiterRef(index: index, sequence: waiters[index].sequence)
             let slot = removeWaiter(ref)
-            slot.continuation?.resume(
+            slot.continuation?.take()?.resume(
                 throwing: ProximaError(
                     .shuttingDown,
                     "the reader pool shut down after the request waited \(now - slot.arrival) for lane "
@@ -323,7 +347,7 @@ public actor ReaderPool {
     ///
     /// Lane membership is (re)computed from `info`. A reader that was absent comes back healthy; one that was
     /// already present keeps its fault state.
-    public func readerAppeared(_ info: ReaderInfo) {
+    package func readerAppeared(_ info: ReaderInfo) {
         let reader = slot(for: info.id)
         let wasPresent = present.contains(reader)
         for lane in readers[reader].claimingLanes { lanes[lane].own.remove(reader) }
@@ -344,7 +368,7 @@ public actor ReaderPool {
     }
 
     /// A reader left (unplugged, daemon gone). It leaves rotation; a holder of its lease sees `readerVanished`.
-    public func readerVanished(_ id: ReaderID) {
+    package func readerVanished(_ id: ReaderID) {
         guard let reader = readerIndex[id], present.contains(reader) else { return }
         present.remove(reader)
         if readers[reader].leaseID != 0 { readers[reader].interruption = .readerVanished }
@@ -353,7 +377,7 @@ public actor ReaderPool {
 
     /// A reader reported a fault. It leaves rotation until ``readerRecovered(_:)``; a holder of its lease sees
     /// `readerFaulted`.
-    public func readerFaulted(_ id: ReaderID, reason: String) {
+    package func readerFaulted(_ id: ReaderID, reason: String) {
         guard let reader = readerIndex[id], readers[reader].hasAppeared else { return }
         readers[reader].faultReason = reason
         healthy.remove(reader)
@@ -362,12 +386,65 @@ public actor ReaderPool {
     }
 
     /// A faulted reader works again and returns to rotation (once released, if it is leased).
-    public func readerRecovered(_ id: ReaderID) {
+    package func readerRecovered(_ id: ReaderID) {
         guard let reader = readerIndex[id], readers[reader].faultReason != nil else { return }
         readers[reader].faultReason = nil
         healthy.insert(reader)
         publish(.readerRecovered, lane: holderLaneID(reader), reader: id)
         if present.contains(reader) { readerBecameHealthy(reader) }
+    }
+
+    // MARK: Waiting for a lane to be servable
+
+    /// Waits until a present, healthy reader that could serve such a request exists, free or busy: by the rule
+    /// ``lease(_:)`` uses (the lane's own readers, the shared pool when the lane overflows, only `pinnedReader` when
+    /// given, extended length when needed).
+    ///
+    /// Woken by the reader events that make a reader healthy (appeared, recovered); no polling. The kernel adds the
+    /// timeout (``Kernel/waitUntilServable(lane:pinnedReader:needsExtendedLength:timeout:)``).
+    /// - Returns: `true` once such a reader exists (at once if one does); `false` for a lane not configured, when
+    ///   the pool shuts down, or when the task is cancelled.
+    package func waitUntilServable(lane: LaneID, pinnedReader: ReaderID?, needsExtendedLength: Bool) async -> Bool {
+        guard !isShutDown, let lane = laneIndex[lane] else { return false }
+        let pinned = pinnedReader.map { slot(for: $0) } ?? -1
+        if hasHealthyReader(lane: lane, pinned: pinned, needsExtended: needsExtendedLength) { return true }
+        guard !Task.isCancelled else { return false }
+        nextServableID += 1
+        let id = nextServableID
+        let continuation = WaiterContinuation<Bool>()
+        servableWaiters[id] = ServableWaiter(
+            lane: lane,
+            pinned: pinned,
+            needsExtended: needsExtendedLength,
+            continuation: continuation
+        )
+        defer { servableWaiters[id] = nil }
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation.store($0) }
+            } onCancel: {
+                continuation.cancel()
+            }
+        } catch {
+            return false
+        }
+    }
+
+    /// `reader` is present and healthy now: answer every servable-waiter it could serve.
+    private func wakeServableWaiters(for reader: Int) {
+        let isExtended = extended.contains(reader)
+        let isShared = shared.contains(reader)
+        for (id, waiter) in servableWaiters {
+            if waiter.needsExtended && !isExtended { continue }
+            let serves =
+                waiter.pinned >= 0
+                ? waiter.pinned == reader
+                : lanes[waiter.lane].own.contains(reader)
+                    || (isShared && lanes[waiter.lane].configuration.overflowToShared)
+            guard serves else { continue }
+            servableWaiters[id] = nil
+            waiter.continuation.take()?.resume(returning: true)
+        }
     }
 
     // MARK: Introspection
@@ -504,6 +581,7 @@ public actor ReaderPool {
     /// A present reader is healthy again (appeared or recovered): waiters that could use it have now seen a
     /// healthy reader, and if it is free it serves the oldest of them.
     private func readerBecameHealthy(_ reader: Int) {
+        if !servableWaiters.isEmpty { wakeServableWaiters(for: reader) }
         if waitingCount > 0 {
             let isExtended = extended.contains(reader)
             func mark(_ queue: WaiterQueue) {
@@ -582,10 +660,14 @@ public actor ReaderPool {
 
     /// A present, healthy, unleased reader: hand it to the oldest waiter that can use it, or leave it idle.
     private func readerFreed(_ reader: Int) {
-        guard waitingCount > 0, let ref = takeOldestWaiter(for: reader) else { return }
-        let waiter = removeWaiter(ref)
-        let lease = grant(reader: reader, lane: waiter.lane, arrival: waiter.arrival, now: clock.now)
-        waiter.continuation?.resume(returning: lease)
+        while waitingCount > 0, let ref = takeOldestWaiter(for: reader) {
+            let waiter = removeWaiter(ref)
+            // `nil`: the request was cancelled and has resumed already; the next one gets the reader.
+            guard let continuation = waiter.continuation?.take() else { continue }
+            let lease = grant(reader: reader, lane: waiter.lane, arrival: waiter.arrival, now: clock.now)
+            continuation.resume(returning: lease)
+            return
+        }
     }
 
     /// Removes and returns the oldest live waiter `reader` could serve, looking at the head of every queue it
@@ -683,7 +765,7 @@ public actor ReaderPool {
 
         if deadlines.count > 2 * waitingCount + 64 { deadlines.compact(keeping: isLive) }
         deadlines.push(DeadlineHeap.Entry(deadline: slot.deadline, ref: ref))
-        if timerDeadline.map({ slot.deadline < $0 }) ?? true { armTimer() }
+        if timerDeadline.map({ slot.deadline < $0 }) ?? true { timerWakeup.set() }
         return ref
     }
 
@@ -697,12 +779,6 @@ public actor ReaderPool {
         if slot.pinned >= 0 { readers[slot.pinned].pinnedWaiting -= 1 }
         waitingCount -= 1
         return slot
-    }
-
-    private func cancelWaiter(_ ref: WaiterRef) {
-        guard isLive(ref), waiters[ref.index].continuation != nil else { return }
-        let slot = removeWaiter(ref)
-        slot.continuation?.resume(throwing: cancellationError(slot, now: clock.now))
     }
 
     private func cancellationError(_ slot: WaiterSlot, now: Duration) -> ProximaError {
@@ -737,39 +813,48 @@ public actor ReaderPool {
         )
     }
 
-    // MARK: Internals: deadline timer
+    // MARK: Deadline timer
 
-    /// Makes sure the timer sleeps until the earliest live deadline, restarting it only if it is set later.
-    private func armTimer() {
-        while let top = deadlines.min, !isLive(top.ref) { deadlines.popMin() }
-        guard let earliest = deadlines.min?.deadline, !isShutDown else { return }
-        if let armed = timerDeadline, armed <= earliest { return }
-        timer?.cancel()
-        timerGeneration &+= 1
-        let generation = timerGeneration
-        timerDeadline = earliest
-        timer = Task { [weak self, clock] in
-            do {
-                try await clock.sleep(until: earliest)
-            } catch {
-                return
+    /// Fails waiting requests at their deadlines until the task is cancelled or the pool shuts down.
+    ///
+    /// The kernel runs it as a child of its task group; a pool used on its own (tests, benchmarks) needs it
+    /// running for deadlines to fire (a deadline already past on arrival fails at once without it). It sleeps until
+    /// the earliest live deadline and wakes early only when an earlier one arrives. A second concurrent call returns
+    /// at once.
+    package func run() async {
+        guard !isRunning else { return }
+        isRunning = true
+        defer {
+            isRunning = false
+            timerDeadline = nil
+        }
+        while !isShutDown && !Task.isCancelled {
+            expireDueWaiters()
+            timerWakeup.reset()
+            while let top = deadlines.min, !isLive(top.ref) { deadlines.popMin() }
+            guard let earliest = deadlines.min?.deadline else {
+                timerDeadline = nil
+                await timerWakeup.wait()
+                continue
             }
-            await self?.timerFired(generation)
+            timerDeadline = earliest
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { [clock] in try? await clock.sleep(until: earliest) }
+                group.addTask { [timerWakeup] in await timerWakeup.wait() }
+                await group.next()
+                group.cancelAll()
+            }
         }
     }
 
-    private func timerFired(_ generation: UInt64) {
-        guard generation == timerGeneration else { return }
-        timer = nil
-        timerDeadline = nil
+    private func expireDueWaiters() {
         let now = clock.now
         while let top = deadlines.min, top.deadline <= now {
             deadlines.popMin()
             guard isLive(top.ref) else { continue }
             let slot = removeWaiter(top.ref)
-            slot.continuation?.resume(throwing: expiryError(slot, now: now))
+            slot.continuation?.take()?.resume(throwing: expiryError(slot, now: now))
         }
-        armTimer()
     }
 
     // MARK: Internals: events
@@ -779,7 +864,9 @@ public actor ReaderPool {
         events.publish(KernelEvent(kind, lane: lane, reader: reader, time: clock.now))
     }
 
-    private static func translate(_ error: any Error, health: LeaseHealth, lease: Lease) -> any Error {
+    /// `error` as a holder whose reader faulted or vanished meanwhile should see it: the interruption, with
+    /// `error` kept as its ``ProximaCore/ProximaError/underlying`` cause.
+    static func translate(_ error: any Error, health: LeaseHealth, lease: Lease) -> any Error {
         guard let interruption = health.error(for: lease), !(error is CancellationError) else { return error }
         if let proxima = error as? ProximaError,
             [.readerFaulted, .readerVanished, .cancelled, .deadlineExceeded].contains(proxima.code)
@@ -790,7 +877,8 @@ public actor ReaderPool {
             interruption.code,
             "\(interruption.reason); the work on it failed with: \(error)",
             reader: lease.reader.id,
-            lane: lease.lane
+            lane: lease.lane,
+            underlying: error
         )
     }
 }

@@ -72,18 +72,11 @@ func withKernel<T: Sendable>(
     readers: Int,
     _ body: @Sendable (Kernel) async throws -> T
 ) async throws -> T {
-    let kernel = Kernel(manifest: manifest, registry: BuiltinPlugins.registry)
-    return try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask {
-            await kernel.run()
-            return nil
-        }
+    try await Kernel(manifest: manifest, registry: BuiltinPlugins.registry).withRunning { kernel in
         try await waitUntil("\(readers) readers in the pool", within: .seconds(10)) {
             await kernel.snapshot().readers.filter { $0.state == .idle }.count >= readers
         }
-        let result = try await body(kernel)
-        group.cancelAll()
-        return result
+        return try await body(kernel)
     }
 }
 

@@ -14,7 +14,7 @@ private func reason(_ text: String) -> String? {
         return nil
     } catch let error as ProximaError {
         #expect(error.code == .invalidManifest)
-        return error.reason
+        return error.pathAndReason
     } catch {
         Issue.record("unexpected error \(error)")
         return nil

@@ -1,7 +1,8 @@
 import Foundation
 import ProximaCore
-import ProximaKernel
 import Testing
+
+@testable import ProximaKernel
 
 // MARK: - Test doubles
 
@@ -662,4 +663,55 @@ enum ManifestPathsForTests {
         let up = Array(repeating: "..", count: current.count - common)
         return (up + target[common...].map(String.init)).joined(separator: "/")
     }
+}
+
+// MARK: - JSON paths as fields
+
+@Suite struct ManifestJSONPathTests {
+    /// `StrictObject` puts the path in `jsonPath` and only the problem in `reason`; the printed form is unchanged.
+    @Test func strictObjectErrorsCarryTheirPath() throws {
+        var object = try StrictObject(
+            try JSONValue.parse(#"{ "readers": [1], "typo": true }"#),
+            at: "plugins[0].config"
+        )
+        let decoder = object
+        let error = try require(throwing: {
+            _ = try object.array("readers") { value, path in try decoder.decodeString(value, at: path) }
+        })
+        #expect(error.jsonPath == "plugins[0].config.readers[0]")
+        #expect(error.reason == "expected a string, found integer")
+        #expect(error.pathAndReason == "plugins[0].config.readers[0]: expected a string, found integer")
+        #expect("\(error)" == "invalidManifest: plugins[0].config.readers[0]: expected a string, found integer")
+        let root = try require(throwing: { _ = try StrictObject(.array([]), at: "") })
+        #expect(root.jsonPath == "")
+        #expect(root.pathAndReason == "(document): expected an object, found array")
+    }
+
+    /// The sink records a `ProximaError` at its `jsonPath`; a reason is never parsed for a path.
+    @Test func diagnosticsUseTheErrorsPathField() {
+        let sink = ManifestDiagnosticSink()
+        sink.record(
+            ProximaError(.invalidManifest, "no such device", jsonPath: "plugins[0].config.device"),
+            at: "plugins[0].config"
+        )
+        sink.record(ProximaError(.invalidManifest, "plugins[0].config.x: looks like a path"), at: "plugins[0].config")
+        #expect(
+            sink.diagnostics == [
+                ManifestDiagnostic(path: "plugins[0].config.device", message: "no such device"),
+                ManifestDiagnostic(path: "plugins[0].config", message: "plugins[0].config.x: looks like a path"),
+            ]
+        )
+    }
+}
+
+/// The `ProximaError` `body` throws; fails the test when it throws nothing or something else.
+func require(throwing body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) throws -> ProximaError
+{
+    do {
+        try body()
+    } catch let error as ProximaError {
+        return error
+    }
+    Issue.record("expected a ProximaError", sourceLocation: sourceLocation)
+    throw LeaseWaiter.NeverAnswered()
 }

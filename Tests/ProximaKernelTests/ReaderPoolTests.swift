@@ -90,9 +90,14 @@ struct PoolFixture {
     let clock = ManualClock()
     let events = KernelEventBus()
     let pool: ReaderPool
+    /// The pool's deadline timer. A test-owned task because the fixture has no scope to hold a task group; it ends
+    /// when the test shuts the pool down, and otherwise stays suspended on the pool's wake-up signal.
+    let timer: Task<Void, Never>
 
     init(_ lanes: [LaneConfiguration]) {
-        pool = ReaderPool(lanes: lanes, clock: KernelClock(clock), events: events)
+        let pool = ReaderPool(lanes: lanes, clock: KernelClock(clock), events: events)
+        self.pool = pool
+        timer = Task { await pool.run() }
     }
 
     func appear(_ infos: ReaderInfo...) async {

@@ -128,7 +128,7 @@ final class SchedulerScenario {
 
     // MARK: Driving
 
-    func run(steps: Int) async -> [String] {
+    private func drive(steps: Int) async {
         for (index, info) in readerInfos.enumerated() where appeared[index] { await pool.readerAppeared(info) }
         while step < steps && failures.isEmpty {
             step += 1
@@ -136,7 +136,14 @@ final class SchedulerScenario {
             await settleAndCheck()
         }
         if failures.isEmpty { await drain() }
-        await pool.shutdown()
+    }
+
+    func run(steps: Int) async -> [String] {
+        await withTaskGroup(of: Void.self) { timer in
+            timer.addTask { [pool] in await pool.run() }
+            await drive(steps: steps)
+            await pool.shutdown()  // ends the timer too
+        }
         for task in tasks { await task.value }
         if !(await settle { self.clock.sleeperCount == 0 }) { fail("the pool left \(clock.sleeperCount) sleepers") }
         if !board.duplicates.isEmpty { fail("requests resolved twice: \(board.duplicates)") }

@@ -118,21 +118,9 @@ enum PaymentHarness {
         _ manifest: Manifest,
         _ body: @Sendable (Kernel) async throws -> T
     ) async throws -> T {
-        let kernel = Kernel(manifest: manifest, registry: BuiltinPlugins.registry)
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                await kernel.run()
-                return nil
-            }
+        try await Kernel(manifest: manifest, registry: BuiltinPlugins.registry).withRunning { kernel in
             await kernel.waitForReaders(count: manifest.declaredReaders.count)
-            do {
-                let result = try await body(kernel)
-                group.cancelAll()
-                return result
-            } catch {
-                group.cancelAll()
-                throw error
-            }
+            return try await body(kernel)
         }
     }
 

@@ -39,17 +39,10 @@ import Testing
         registry: PluginRegistry = BuiltinPlugins.registry,
         _ body: @Sendable (Kernel) async throws -> T
     ) async throws -> T {
-        let kernel = Kernel(manifest: manifest, registry: registry)
         let expected = manifest.declaredReaders.count
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                await kernel.run()
-                return nil
-            }
+        return try await Kernel(manifest: manifest, registry: registry).withRunning { kernel in
             await kernel.waitForReaders(count: expected)
-            let result = try await body(kernel)
-            group.cancelAll()
-            return result
+            return try await body(kernel)
         }
     }
 
@@ -306,7 +299,7 @@ import Testing
         let run = Task { await kernel.run() }
         while log.all.count < 2 { await Task.yield() }
         #expect(log.all == ["start first", "start second"])
-        run.cancel()
+        kernel.triggerGracefulShutdown()
         await run.value
         #expect(log.all == ["start first", "start second", "stop second", "stop first"])
     }

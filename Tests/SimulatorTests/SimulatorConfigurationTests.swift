@@ -145,7 +145,7 @@ import Testing
     func invalidConfigurationNamesThePath(text: String, expectedPrefix: String) throws {
         let error = try parseError(text)
         #expect(error.code == .invalidManifest)
-        #expect(error.reason.hasPrefix(expectedPrefix), "\(error.reason)")
+        #expect(error.pathAndReason.hasPrefix(expectedPrefix), "\(error.pathAndReason)")
     }
 
     @Test func missingCardFileIsReportedAtItsEntry() throws {
@@ -156,7 +156,9 @@ import Testing
         )
         #expect(error.code == .invalidManifest)
         #expect(
-            error.reason.hasPrefix("plugins[0].config.readers[0].cards[1]: card profile \"cards/no-such-card.json\"")
+            error.pathAndReason.hasPrefix(
+                "plugins[0].config.readers[0].cards[1]: card profile \"cards/no-such-card.json\""
+            )
         )
         #expect(error.reason.contains("cannot read"))
     }
@@ -176,7 +178,7 @@ import Testing
             baseDirectory: directory.path
         )
         #expect(error.code == .invalidManifest)
-        #expect(error.reason.hasPrefix("plugins[0].config.readers[0].cards[0]:"))
+        #expect(error.jsonPath == "plugins[0].config.readers[0].cards[0]")
         #expect(error.reason.contains("bad-card.json: exchanges[0].response:"))
     }
 

@@ -167,7 +167,11 @@ extension SimulatorConfiguration {
         let readers = try object.array("readers") { element, readerPath in
             let reader = try Reader(json: element, path: readerPath, baseDirectory: baseDirectory)
             if let first = seenIDs[reader.id] {
-                throw ProximaError(.invalidManifest, "\(readerPath).id: \"\(reader.id)\" is already the id of \(first)")
+                throw ProximaError(
+                    .invalidManifest,
+                    "\"\(reader.id)\" is already the id of \(first)",
+                    jsonPath: "\(readerPath).id"
+                )
             }
             seenIDs[reader.id] = readerPath
             return reader
@@ -198,7 +202,9 @@ extension SimulatorConfiguration.Reader {
             } catch let error as ProximaError {
                 throw ProximaError(
                     .invalidManifest,
-                    "\(cardPath): card profile \"\(file)\" is invalid: \(error.reason)"
+                    "card profile \"\(file)\" is invalid: \(error.pathAndReason)",
+                    jsonPath: cardPath,
+                    underlying: error
                 )
             }
         }

@@ -353,7 +353,7 @@ package enum CardDataEnvelope {
                 emv: emv
             )
         } catch let error as ProximaError {
-            throw CardDataEnvelopeError(.invalidPayload, "the decrypted payload is not valid: \(error.reason)")
+            throw CardDataEnvelopeError(.invalidPayload, "the decrypted payload is not valid: \(error.pathAndReason)")
         }
     }
 

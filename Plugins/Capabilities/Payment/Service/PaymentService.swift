@@ -105,7 +105,7 @@ package struct PaymentService: Sendable {
     /// Waits until a reader that may serve this lane (or `pinnedReader`) is present and healthy, for at most
     /// `timeout`, by the pool's own lane rule.
     package func waitUntilReady(pinnedReader: ReaderID?, timeout: Duration) async -> Bool {
-        await kernel.temporaryWaitUntilServable(lane: lane, pinnedReader: pinnedReader, timeout: timeout)
+        await kernel.waitUntilServable(lane: lane, pinnedReader: pinnedReader, timeout: timeout)
     }
 
     // MARK: Reading
@@ -220,38 +220,6 @@ final class ReadEventOrder: Sendable {
             case .pinEntryRequested: report(.pinEntryRequested)
             case .applicationSelected: break
             }
-        }
-    }
-}
-
-// TEMPORARY until the kernel's own waitUntilServable lands (kernel-shape branch).
-extension Kernel {
-    func temporaryWaitUntilServable(lane laneID: LaneID, pinnedReader pinned: ReaderID?, timeout: Duration) async -> Bool {
-        guard let lane = manifest.lanes.first(where: { $0.id == laneID }) else { return false }
-        func ready(_ snapshot: PoolSnapshot) -> Bool {
-            snapshot.readers.contains { reader in
-                let serves =
-                    pinned.map { reader.info.id == $0 }
-                    ?? (reader.lanes.contains(lane.id) || (reader.isShared && lane.overflowToShared))
-                return serves && (reader.state == .idle || reader.state == .leased)
-            }
-        }
-        let changes = events.subscribe(bufferSize: 64)
-        if ready(await snapshot()) { return true }
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await event in changes where event.kind == .readerAppeared || event.kind == .readerRecovered {
-                    if ready(await self.snapshot()) { return true }
-                }
-                return false
-            }
-            group.addTask {
-                try? await self.clock.sleep(until: self.clock.now + timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
         }
     }
 }

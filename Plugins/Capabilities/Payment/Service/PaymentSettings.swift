@@ -71,7 +71,7 @@ package struct PaymentSettings: Sendable {
     ///   - json: The `capabilities.payment` object.
     ///   - path: Its JSON path, for messages (`capabilities.payment`).
     ///   - baseDirectory: The manifest's folder; `processorPublicKey` resolves against it.
-    /// - Throws: `ProximaError.invalidManifest` whose reason starts with the JSON path of the problem.
+    /// - Throws: `ProximaError.invalidManifest` whose `jsonPath` names the problem.
     package init(json: JSONValue, path: String, baseDirectory: String) throws {
         var object = try StrictObject(json, at: path)
         let keyFile = try object.string("processorPublicKey")
@@ -96,7 +96,8 @@ package struct PaymentSettings: Sendable {
         if let duplicate = audiences.enumerated().first(where: { audiences[..<$0.offset].contains($0.element) }) {
             throw ProximaError(
                 .invalidManifest,
-                "\(object.path(of: "allowedAudiences"))[\(duplicate.offset)]: \"\(duplicate.element)\" is listed twice"
+                "\"\(duplicate.element)\" is listed twice",
+                jsonPath: "\(object.path(of: "allowedAudiences"))[\(duplicate.offset)]"
             )
         }
         allowedAudiences = audiences
@@ -122,6 +123,8 @@ package struct PaymentSettings: Sendable {
         }
         do {
             try self.init(json: json, path: "capabilities.payment", baseDirectory: manifest.baseDirectory)
+        } catch let error as ProximaError {
+            throw PaymentServiceError(.notAllowed, "\(file): \(error.pathAndReason)", underlying: error)
         } catch {
             throw PaymentServiceError(.notAllowed, "\(file): \(error)", underlying: error)
         }
@@ -154,14 +157,21 @@ package struct PaymentSettings: Sendable {
         do {
             data = try SystemFile.read(path, limit: 64 * 1024)
         } catch {
-            throw ProximaError(.invalidManifest, "\(jsonPath): cannot read \(path): \(error.reason)")
+            throw ProximaError(
+                .invalidManifest,
+                "cannot read \(path): \(error.reason)",
+                jsonPath: jsonPath,
+                underlying: error
+            )
         }
         do {
             return try P256.PublicKey(pemRepresentation: String(decoding: data, as: UTF8.self))
         } catch let error as CryptoError {
             throw ProximaError(
                 .invalidManifest,
-                "\(jsonPath): \(path) is not a P-256 public key in PEM (BEGIN PUBLIC KEY): \(error.reason)"
+                "\(path) is not a P-256 public key in PEM (BEGIN PUBLIC KEY): \(error.reason)",
+                jsonPath: jsonPath,
+                underlying: error
             )
         }
     }
