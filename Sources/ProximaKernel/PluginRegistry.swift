@@ -50,7 +50,8 @@ public struct TransportType: Sendable {
     /// One line for `--help` and error messages.
     public var summary: String
     /// Validates the configuration and builds the transport. Must not start I/O: `config check` calls it too.
-    /// - Throws: `ProximaError.invalidManifest` naming the JSON path under `context.configurationPath`.
+    /// - Throws: `ProximaError.invalidManifest` whose `jsonPath` lies under `context.configurationPath` (the
+    ///   manifest loader reports it at that path; an error without one is reported at the configuration itself).
     public var make: @Sendable (PluginContext) throws -> any Transport
 
     public init(name: String, summary: String, make: @escaping @Sendable (PluginContext) throws -> any Transport) {
