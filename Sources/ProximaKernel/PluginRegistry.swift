@@ -53,7 +53,8 @@ public struct TransportType: Sendable {
     /// transport). A manifest entry's `load` must match it, and defaults to it.
     public var load: PluginEntry.Load
     /// Validates the configuration and builds the transport. Must not start I/O: `config check` calls it too.
-    /// - Throws: `ProximaError.invalidManifest` naming the JSON path under `context.configurationPath`.
+    /// - Throws: `ProximaError.invalidManifest` whose `jsonPath` lies under `context.configurationPath` (the
+    ///   manifest loader reports it at that path; an error without one is reported at the configuration itself).
     public var make: @Sendable (PluginContext) throws -> any Transport
 
     public init(
