@@ -44,7 +44,9 @@ enum CardsimCommand {
 
     static func run(_ args: Arguments) async throws -> ExitCode {
         if args.flag("pn532") { return try await runPN532(args) }
-        guard let endpointText = args.value("vpcd") else { throw UsageError("cardsim needs --vpcd HOST:PORT") }
+        guard let endpointText = args.value("vpcd") else {
+            throw UsageError("'proxima cardsim' needs --vpcd HOST:PORT (or --pn532)")
+        }
         guard let endpoint = VPCDCardHost.Endpoint(parsing: endpointText) else {
             throw UsageError(
                 "--vpcd must be HOST:PORT with a port in 1…65535, e.g. 127.0.0.1:35963, got \"\(endpointText)\""

@@ -97,7 +97,7 @@ struct DriverFrameTests {
             Issue.record("parsed \(text)")
         } catch let error as ProximaError {
             #expect(error.code == .malformedData)
-            #expect(error.reason.contains(expected), "\(error.reason)")
+            #expect(error.pathAndReason.contains(expected), "\(error.pathAndReason)")
         } catch {
             Issue.record("unexpected \(error)")
         }

@@ -59,7 +59,7 @@ struct ExternalConfigurationTests {
             Issue.record("accepted \(text)")
         } catch let error as ProximaError {
             #expect(error.code == .invalidManifest)
-            #expect(error.reason.contains(expected), "\(error.reason)")
+            #expect(error.pathAndReason.contains(expected), "\(error.pathAndReason)")
         }
     }
 

@@ -48,7 +48,7 @@ import Testing
             Issue.record("accepted \(text)")
         } catch let error as ProximaError {
             #expect(error.code == .invalidManifest)
-            #expect(error.reason.contains(path), "\(error.reason)")
+            #expect(error.pathAndReason.contains(path), "\(error.pathAndReason)")
         } catch {
             Issue.record("unexpected \(error)")
         }
