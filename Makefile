@@ -5,7 +5,7 @@ SWIFT ?= swift
 SWIFT_FORMAT ?= $(SWIFT) format
 WERROR := -Xswiftc -warnings-as-errors
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS := FuzzBERTLV FuzzAPDU FuzzManifest FuzzEMV
+FUZZ_TARGETS := FuzzBERTLV FuzzAPDU FuzzManifest FuzzEMV FuzzVAS
 SWIFT_SOURCES := Package.swift Sources Plugins Tests Benchmarks Fuzz
 
 .PHONY: all deps test-deps build demo test lint format bench fuzz clean

@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "FuzzAPDU", targets: ["FuzzAPDU"]),
         .executable(name: "FuzzManifest", targets: ["FuzzManifest"]),
         .executable(name: "FuzzEMV", targets: ["FuzzEMV"]),
+        .executable(name: "FuzzVAS", targets: ["FuzzVAS"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
@@ -68,6 +69,13 @@ let package = Package(
             path: "Plugins/Capabilities/Payment",
             swiftSettings: strict
         ),
+        // Loyalty passes (Apple VAS): protocol steps, settings and the service; runs before payment in a combined tap.
+        .target(
+            name: "LoyaltyCapability",
+            dependencies: ["ProximaCore", "ProximaKernel", "ProximaCrypto", "ProximaSystem", "PaymentCapability"],
+            path: "Plugins/Capabilities/Loyalty",
+            swiftSettings: strict
+        ),
         .target(
             name: "IdentityCapability",
             dependencies: ["ProximaCore", "EMVCommon"],
@@ -78,7 +86,7 @@ let package = Package(
             name: "Proxima",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
-                "PaymentCapability", "EMVCommon",
+                "PaymentCapability", "EMVCommon", "LoyaltyCapability",
             ],
             swiftSettings: strict
         ),
@@ -100,6 +108,11 @@ let package = Package(
         ),
 
         // libFuzzer entry points: `swift build --product FuzzX --sanitize fuzzer --sanitize address`.
+        .executableTarget(
+            name: "FuzzVAS",
+            dependencies: ["ProximaCore", "ProximaCrypto", "FuzzSupport", "LoyaltyCapability"],
+            path: "Fuzz/FuzzVAS"
+        ),
         .executableTarget(name: "FuzzBERTLV", dependencies: ["ProximaCore"], path: "Fuzz/FuzzBERTLV"),
         .target(name: "FuzzSupport", dependencies: ["ProximaCore"], path: "Fuzz/FuzzSupport"),
         .executableTarget(name: "FuzzAPDU", dependencies: ["ProximaCore", "FuzzSupport"], path: "Fuzz/FuzzAPDU"),
@@ -197,6 +210,16 @@ let package = Package(
                 "Proxima", "ProximaCore", "ProximaKernel", "ProximaCrypto", "PaymentCapability", "ProximaTestSupport",
                 "ProximaProcessorSandbox", "EMVCommon", "ProximaSystem",
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LoyaltyCapabilityTests",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "LoyaltyCapability", "PaymentCapability", "ProximaCardEmulator",
+                "ProximaCrypto", "ProximaTestSupport",
+            ],
+            // The published VAS cryptogram and its demo key, with their source (Vectors/README.md).
+            resources: [.copy("Vectors")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+internal import LoyaltyCapability
 internal import PCSCTransport
 internal import PaymentCapability
 internal import ProximaCore
@@ -42,6 +43,7 @@ public enum BuiltinPlugins {
             }
         )
         registry.register(PaymentSettings.capabilityType)
+        registry.register(LoyaltySettings.capabilityType)
         return registry
     }()
 }
