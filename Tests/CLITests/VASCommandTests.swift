@@ -53,3 +53,16 @@ import Testing
         #expect(run.stderr.contains("pass.com.example.none"))
     }
 }
+
+extension VASCommandTests {
+    @Test func payWithVASReadsThePassAndTheCardInOneTap() throws {
+        let run = try CLITests.run([
+            "pay", "--config", Self.manifest(card: "vas-iphone-loyalty-visa.json"), "--amount", "5.00", "--currency",
+            "USD", "--vas", "pass.com.example.loyalty",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "vas pass.com.example.loyalty success PROXIMA-LOYALTY-0002")
+        #expect(lines.contains("outcome: success"))
+    }
+}
