@@ -25,6 +25,7 @@ let package = Package(
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
         .executable(name: "PaymentBenchmark", targets: ["PaymentBenchmark"]),
+        .executable(name: "LoyaltyBenchmark", targets: ["LoyaltyBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -162,6 +163,15 @@ let package = Package(
                 "SimulatorTransport", "ProximaCrypto", "ProximaProcessorSandbox", "EMVCommon",
             ],
             path: "Benchmarks/PaymentBenchmark",
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "LoyaltyBenchmark",
+            dependencies: [
+                "Proxima", "ProximaKernel", "ProximaCardEmulator", "ProximaCrypto", "ProximaProcessorSandbox",
+            ],
+            path: "Benchmarks/LoyaltyBenchmark",
             swiftSettings: strict
         ),
 
