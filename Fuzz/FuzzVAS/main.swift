@@ -20,6 +20,12 @@ let merchant: LoyaltySettings.Merchant = {
     return LoyaltySettings.Merchant(passTypeIdentifier: identifier, passTypeHash: hash, keys: [vasKey])
 }()
 
+/// Fixed Smart Tap session keys: the bundle parser is reached with any key (a wrong HMAC is a clean error).
+let smartTapKeys = SmartTapCrypto.SessionKeys(
+    encryption: [UInt8](repeating: 0x01, count: 16),
+    authentication: [UInt8](repeating: 0x02, count: 32)
+)
+
 /// libFuzzer entry: the VAS response parsers, the cryptogram decryption, and a whole VAS read against a phone that
 /// answers with fuzzer bytes. Any input must end in an outcome or a `LoyaltyError` / `ProximaError`, never a trap
 /// or a hang.
@@ -31,6 +37,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         _ = try? VASCryptogram.decrypt(cryptogram, merchant: merchant)
     }
     _ = try? VASCryptogram.decrypt(bytes, merchant: merchant)
+    _ = try? SmartTapCrypto.openBundle(bytes, keys: smartTapKeys)
 
     let channel = FuzzedChannel(answers: bytes)
     runToCompletion {
