@@ -255,7 +255,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator", "PaymentCapability",
-                "ProximaTestSupport", "ProximaProcessorSandbox", "EMVCommon",
+                "ProximaTestSupport", "ProximaProcessorSandbox", "EMVCommon", "LoyaltyCapability", "ProximaCrypto",
             ],
             swiftSettings: strict
         ),
