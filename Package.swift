@@ -27,6 +27,7 @@ let package = Package(
         .executable(name: "FuzzCOSE", targets: ["FuzzCOSE"]),
         .executable(name: "FuzzMdocEngagement", targets: ["FuzzMdocEngagement"]),
         .executable(name: "FuzzDeviceResponse", targets: ["FuzzDeviceResponse"]),
+        .executable(name: "FuzzVAS", targets: ["FuzzVAS"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
@@ -35,6 +36,7 @@ let package = Package(
         .executable(name: "LibNFCBenchmark", targets: ["LibNFCBenchmark"]),
         .executable(name: "CCIDBenchmark", targets: ["CCIDBenchmark"]),
         .executable(name: "MDLBenchmark", targets: ["MDLBenchmark"]),
+        .executable(name: "LoyaltyBenchmark", targets: ["LoyaltyBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -100,6 +102,13 @@ let package = Package(
             path: "Plugins/Capabilities/Payment",
             swiftSettings: strict
         ),
+        // Loyalty passes (Apple VAS): protocol steps, settings and the service; runs before payment in a combined tap.
+        .target(
+            name: "LoyaltyCapability",
+            dependencies: ["ProximaCore", "ProximaKernel", "ProximaCrypto", "ProximaSystem", "PaymentCapability"],
+            path: "Plugins/Capabilities/Loyalty",
+            swiftSettings: strict
+        ),
         .target(
             name: "MobileDocumentCapability",
             dependencies: ["ProximaCore", "ProximaCrypto"],
@@ -117,7 +126,7 @@ let package = Package(
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
                 "PaymentCapability", "EMVCommon", "ExternalTransport", "LibNFCTransport",
-                "CCIDTransport",
+                "CCIDTransport", "LoyaltyCapability",
             ],
             swiftSettings: strict
         ),
@@ -139,6 +148,11 @@ let package = Package(
         ),
 
         // libFuzzer entry points: `swift build --product FuzzX --sanitize fuzzer --sanitize address`.
+        .executableTarget(
+            name: "FuzzVAS",
+            dependencies: ["ProximaCore", "ProximaCrypto", "FuzzSupport", "LoyaltyCapability"],
+            path: "Fuzz/FuzzVAS"
+        ),
         .executableTarget(name: "FuzzBERTLV", dependencies: ["ProximaCore"], path: "Fuzz/FuzzBERTLV"),
         .target(name: "FuzzSupport", dependencies: ["ProximaCore"], path: "Fuzz/FuzzSupport"),
         .executableTarget(name: "FuzzAPDU", dependencies: ["ProximaCore", "FuzzSupport"], path: "Fuzz/FuzzAPDU"),
@@ -244,6 +258,14 @@ let package = Package(
             path: "Benchmarks/MDLBenchmark",
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "LoyaltyBenchmark",
+            dependencies: [
+                "Proxima", "ProximaKernel", "ProximaCardEmulator", "ProximaCrypto", "ProximaProcessorSandbox",
+            ],
+            path: "Benchmarks/LoyaltyBenchmark",
+            swiftSettings: strict
+        ),
 
         // Helpers shared by test targets: package files, hex, waits with deadlines, the Python peer runner, live pcscd.
         .target(
@@ -293,6 +315,16 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LoyaltyCapabilityTests",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "LoyaltyCapability", "PaymentCapability", "ProximaCardEmulator",
+                "ProximaCrypto", "ProximaTestSupport",
+            ],
+            // The published VAS cryptogram and its demo key, with their source (Vectors/README.md).
+            resources: [.copy("Vectors")],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "IdentityCapabilityTests",
             dependencies: [
                 "ProximaCore", "IdentityCapability", "PaymentCapability", "EMVCommon", "ProximaTestSupport",
@@ -322,7 +354,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator", "PaymentCapability",
-                "ProximaTestSupport", "ProximaProcessorSandbox", "EMVCommon",
+                "ProximaTestSupport", "ProximaProcessorSandbox", "EMVCommon", "LoyaltyCapability", "ProximaCrypto",
             ],
             swiftSettings: strict
         ),

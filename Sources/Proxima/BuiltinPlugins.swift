@@ -1,6 +1,7 @@
 internal import CCIDTransport
 internal import ExternalTransport
 internal import LibNFCTransport
+internal import LoyaltyCapability
 internal import PCSCTransport
 internal import PaymentCapability
 internal import ProximaCore
@@ -81,6 +82,7 @@ public enum BuiltinPlugins {
             }
         )
         registry.register(PaymentSettings.capabilityType)
+        registry.register(LoyaltySettings.capabilityType)
         return registry
     }()
 }

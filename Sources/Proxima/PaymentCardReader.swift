@@ -120,6 +120,8 @@ public final class PaymentCardReader: Sendable {
     let service: Result<PaymentService, PaymentCardReaderError>
     /// One read at a time on this reader, and `cancelRead()`.
     let readSlot = PaymentReadSlot()
+    /// The loyalty service of the same kernel and lane, made (and its keys loaded) on first use.
+    let loyalty = LoyaltyServiceCache()
     private let eventContinuation: AsyncStream<Event>.Continuation
 
     /// A reader on the process-wide default kernel (Apple's `init(options:)`).

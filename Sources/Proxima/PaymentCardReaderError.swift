@@ -43,12 +43,15 @@ public enum PaymentCardReaderError: Error, Hashable, Sendable, CustomStringConve
     /// The lane was stopped or the kernel is shutting down while a read was running: call
     /// ``PaymentCardReaderSession/prepare()`` again before the next read.
     case backgrounded(String)
+    /// A ``VASRequest`` names no merchant, or a merchant without keys in `capabilities.loyalty.appleVAS`, or the
+    /// manifest has no valid `capabilities.loyalty` block.
+    case invalidVASMerchants(String)
 
     /// The case without its reason, for comparing and switching.
     public enum Code: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
         case notAllowed, unsupported, networkError, emptyReaderToken, invalidReaderToken, tokenExpired, readerBusy
         case accountNotLinked, accountAlreadyLinked, accountLinkingFailed, accountLinkingCheckFailed, notReady
-        case backgrounded
+        case backgrounded, invalidVASMerchants
 
         public var description: String { rawValue }
     }
@@ -68,6 +71,7 @@ public enum PaymentCardReaderError: Error, Hashable, Sendable, CustomStringConve
         case .accountLinkingCheckFailed: .accountLinkingCheckFailed
         case .notReady: .notReady
         case .backgrounded: .backgrounded
+        case .invalidVASMerchants: .invalidVASMerchants
         }
     }
 
@@ -78,7 +82,7 @@ public enum PaymentCardReaderError: Error, Hashable, Sendable, CustomStringConve
             .emptyReaderToken(let reason), .invalidReaderToken(let reason), .tokenExpired(let reason),
             .readerBusy(let reason), .accountNotLinked(let reason), .accountAlreadyLinked(let reason),
             .accountLinkingFailed(let reason), .accountLinkingCheckFailed(let reason), .notReady(let reason),
-            .backgrounded(let reason):
+            .backgrounded(let reason), .invalidVASMerchants(let reason):
             reason
         }
     }

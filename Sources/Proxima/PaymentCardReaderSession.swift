@@ -13,7 +13,7 @@ public final class PaymentCardReaderSession: Sendable {
     /// A session id, for logs and support.
     public let id: String
     let token: PaymentCardReader.Token
-    private let prepared = Mutex(false)
+    let prepared = Mutex(false)
 
     /// A session on `reader` for the merchant of `token`.
     ///

@@ -110,6 +110,9 @@ public struct PaymentCardReadResult: Hashable, Sendable, Identifiable, CustomStr
     public let device: String
     /// When ``paymentCardData`` stops being accepted by the processor.
     public let paymentCardDataExpiresAt: Date
+    /// The loyalty passes read in the same tap, before the card
+    /// (``PaymentCardReaderSession/readPaymentCard(_:vasRequest:)``); `nil` for a payment-only read.
+    public internal(set) var vasReadResult: VASReadResult?
 
     init(
         id: String,

@@ -1,4 +1,5 @@
 internal import EMVCommon
+internal import LoyaltyCapability
 internal import PaymentCapability
 internal import ProximaCore
 
@@ -18,6 +19,8 @@ internal import ProximaCore
 /// | read failure `presentAgain`, `ended` | `ReadError.cardReadFailed` |
 /// | `PaymentError.cardReadFailed` (also as a kernel error's cause) | `ReadError.cardReadFailed` (reason names the APDU step) |
 /// | `PaymentError.invalidTransaction` | `ReadError.invalidAmount` |
+/// | `LoyaltyError.invalidRequest` | `PaymentCardReaderError.invalidVASMerchants` |
+/// | other `LoyaltyError`s (malformed answer, unknown key, altered or stale cryptogram) | `ReadError.cardReadFailed` |
 /// | `ProximaError.cancelled`, `CancellationError` | `ReadError.cancelled` |
 /// | `deadlineExceeded` | `ReadError.timedOut` |
 /// | `readerBusy` | `PaymentCardReaderError.readerBusy` |
@@ -39,10 +42,14 @@ enum PaymentErrorMapping {
         case let e as PaymentServiceError: return serviceError(e)
         case let e as PaymentReadFailure: return readFailure(e)
         case let e as PaymentError: return capabilityError(e)
+        case let e as LoyaltyError: return loyaltyError(e)
         case let e as ProximaError:
             // A capability error the kernel wrapped (a reader that faulted mid-read) names the better cause.
             if let payment = e.cause(PaymentError.self), e.code != .deadlineExceeded, e.code != .cancelled {
                 return capabilityError(payment)
+            }
+            if let loyalty = e.cause(LoyaltyError.self), e.code != .deadlineExceeded, e.code != .cancelled {
+                return loyaltyError(loyalty)
             }
             return kernelError(e)
         case is CancellationError: return ReadError.cancelled("read cancelled")
@@ -87,6 +94,14 @@ enum PaymentErrorMapping {
     static func capabilityError(_ error: PaymentError) -> ReadError {
         error.code == .invalidTransaction
             ? .invalidAmount(error.description) : .cardReadFailed("\(error.description); tap again")
+    }
+
+    /// A VAS request naming unconfigured merchants → `invalidVASMerchants`; a phone answer or cryptogram that
+    /// cannot be used (malformed, unknown key, altered, stale) → `cardReadFailed`, naming the step.
+    static func loyaltyError(_ error: LoyaltyError) -> any Error {
+        error.code == .invalidRequest
+            ? PaymentCardReaderError.invalidVASMerchants(error.reason)
+            : ReadError.cardReadFailed("\(error.description); tap again")
     }
 
     static func kernelError(_ error: ProximaError) -> any Error {

@@ -31,7 +31,7 @@ public struct CardProfileKind: Sendable {
 public enum CardProfiles {
     /// The profile kinds Proxima knows, in the order error messages list them.
     public static let kinds: [CardProfileKind] = [
-        ScriptedCard.profileKind, EMVCard.qvsdcProfileKind, EMVCard.mchipProfileKind,
+        ScriptedCard.profileKind, EMVCard.qvsdcProfileKind, EMVCard.mchipProfileKind, VASPhone.profileKind,
     ]
 
     /// Largest profile file read (a profile with a few hundred exchanges is far below it).

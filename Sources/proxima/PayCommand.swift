@@ -1,8 +1,8 @@
 import Foundation
 import Proxima
-import ProximaProcessorSandbox
 import ProximaCore
 import ProximaKernel
+import ProximaProcessorSandbox
 
 /// `proxima pay`: one payment read on the configured readers, through the Apple-shaped API.
 enum PayCommand {
@@ -32,6 +32,12 @@ enum PayCommand {
             ),
             .value("merchant", "ID", help: "The merchant id of a sandbox token.", default: PSPCommand.defaultMerchant),
             .value("timeout", "S", help: "How long to wait for a reader and a card, in seconds.", default: "60"),
+            .value(
+                "vas",
+                "ID",
+                help: "Also read this merchant's loyalty pass first, in the same tap (repeatable; see 'proxima vas').",
+                repeatable: true
+            ),
         ],
         notes: "The account is linked on first use with the token (as PaymentCardReader.linkAccount does).",
         action: { try await run($0) }
@@ -87,9 +93,19 @@ enum PayCommand {
                 for await event in reader.events { printError("event: \(event)") }
             }
             defer { events.cancel() }
-            let result = try await session.readPaymentCard(
-                PaymentCardTransactionRequest(amount: amount, currencyCode: currency, type: type)
-            )
+            let request = PaymentCardTransactionRequest(amount: amount, currencyCode: currency, type: type)
+            let passes = args.values("vas")
+            let result: PaymentCardReadResult
+            if passes.isEmpty {
+                result = try await session.readPaymentCard(request)
+            } else {
+                let vasRequest = VASRequest(
+                    vasMerchants: passes.map { VASRequest.Merchant(id: $0, localizedName: $0) },
+                    localizedVASType: "loyalty"
+                )
+                result = try await session.readPaymentCard(request, vasRequest: vasRequest)
+                for line in result.vasReadResult.map(VASCommand.lines) ?? [] { print(line) }
+            }
             print("outcome: \(result.outcome.rawValue)")
             if let card = result.generalCardData { print("card: \(card)") }
             if let aid = result.applicationTypeIdentifier { print("application: \(aid)") }

@@ -1,4 +1,4 @@
-internal import ProximaCore
+package import ProximaCore
 internal import Synchronization
 
 /// One read at a time, and a way to cancel it from another task (Apple's `cancelRead()`): one slot per reader
@@ -29,7 +29,7 @@ package final class PaymentReadSlot: Sendable {
     }
 
     /// Takes the slot for `owner`, or throws `readerBusy`.
-    func begin(owner: ObjectIdentifier, lane: LaneID) throws(PaymentServiceError) -> AsyncStream<Void> {
+    package func begin(owner: ObjectIdentifier, lane: LaneID) throws(PaymentServiceError) -> AsyncStream<Void> {
         let (signal, continuation) = AsyncStream.makeStream(of: Void.self)
         let busy = active.withLock { active -> Bool in
             guard active == nil else { return true }
@@ -45,7 +45,7 @@ package final class PaymentReadSlot: Sendable {
         return signal
     }
 
-    func end() {
+    package func end() {
         let continuation = active.withLock { active -> AsyncStream<Void>.Continuation? in
             defer { active = nil }
             return active?.cancel
@@ -58,7 +58,7 @@ package final class PaymentReadSlot: Sendable {
     /// Runs `operation` until it ends or ``cancel(owner:)`` is called, whichever comes first. A read that ended
     /// before the cancellation keeps its result; one cancelled throws `readCancelled` with the kernel's error as
     /// its cause.
-    func cancellable<T: Sendable>(
+    package func cancellable<T: Sendable>(
         _ signal: AsyncStream<Void>,
         lane: LaneID,
         _ operation: @escaping @Sendable () async throws -> T

@@ -1,8 +1,8 @@
+internal import EMVCommon
 package import Foundation
 package import ProximaCore
-package import ProximaKernel
-internal import EMVCommon
 internal import ProximaCrypto
+package import ProximaKernel
 internal import Synchronization
 
 /// What an app's payment request becomes: the token and account checks, the order's validation, the tap on a
@@ -140,6 +140,35 @@ package struct PaymentService: Sendable {
         options: PaymentReadOptions,
         onEvent: @escaping @Sendable (PaymentReadEvent) -> Void
     ) async throws -> SealedPaymentRead {
+        let (_, read) = try await read(
+            order,
+            token: token,
+            slot: slot,
+            owner: owner,
+            options: options,
+            onEvent: onEvent,
+            before: { _, _ in ((), proceed: true) }
+        )
+        // The prelude always proceeds, so the tap always ends in a payment.
+        guard let read else { throw PaymentServiceError(.readCancelled, "the read ended without a payment") }
+        return read
+    }
+
+    /// Reads a card like ``read(_:token:slot:owner:options:onEvent:)``, with `prelude` run first on the same
+    /// channel in the same tap: one lease, one card presence (loyalty, then payment). When the prelude answers
+    /// `proceed: false` the tap ends there and no payment is read (`nil`).
+    ///
+    /// - Throws: As ``read(_:token:slot:owner:options:onEvent:)``, and whatever `prelude` throws (which ends the
+    ///   tap without a payment).
+    package func read<Prelude: Sendable>(
+        _ order: PaymentOrder,
+        token: String,
+        slot: PaymentReadSlot,
+        owner: ObjectIdentifier,
+        options: PaymentReadOptions,
+        onEvent: @escaping @Sendable (PaymentReadEvent) -> Void,
+        before prelude: @escaping @Sendable (any CardChannel, TapContext) async throws -> (Prelude, proceed: Bool)
+    ) async throws -> (Prelude, SealedPaymentRead?) {
         let merchant = try linkedMerchant(token)
         let (currency, minorUnits) = try validate(order)
         let cancelSignal = try slot.begin(owner: owner, lane: lane)
@@ -174,16 +203,19 @@ package struct PaymentService: Sendable {
         )
         let kernel = self.kernel
         let lane = self.lane
-        let ending = try await slot.cancellable(cancelSignal, lane: lane) {
+        let (before, ending) = try await slot.cancellable(cancelSignal, lane: lane) {
             try await kernel.tap(lane: lane, options: tapOptions) { channel, context in
                 events.cardDetected()
+                let (before, proceed) = try await prelude(channel, context)
+                guard proceed else { return (before, TapEnding?.none) }
                 let outcome = try await capability.run(transaction, on: channel, context: context)
-                return try sealing.seal(outcome, context: context)
+                return (before, try sealing.seal(outcome, context: context))
             }
         }
         switch ending {
-        case .sealed(let read): return read
-        case .failed(let failure): throw failure
+        case .sealed(let read)?: return (before, read)
+        case .failed(let failure)?: throw failure
+        case nil: return (before, nil)
         }
     }
 }
