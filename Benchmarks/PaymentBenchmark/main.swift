@@ -11,11 +11,11 @@
 import Foundation
 import PaymentCapability
 import Proxima
-import ProximaProcessorSandbox
 import ProximaCardEmulator
 import ProximaCore
 import ProximaCrypto
 import ProximaKernel
+import ProximaProcessorSandbox
 import SimulatorTransport
 import Synchronization
 

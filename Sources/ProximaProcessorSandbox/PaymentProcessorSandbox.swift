@@ -65,7 +65,9 @@ public struct PaymentProcessorSandbox: Sendable {
     ///   `invalidPayload`, `expired`), with the envelope error as its cause.
     public func open(_ paymentCardData: String, now: Date = Date()) throws -> OpenedCardData {
         do {
-            return OpenedCardData(contents: try CardDataEnvelope.open(paymentCardData, privateKey: privateKey, now: now))
+            return OpenedCardData(
+                contents: try CardDataEnvelope.open(paymentCardData, privateKey: privateKey, now: now)
+            )
         } catch let error as CardDataEnvelopeError {
             throw ProximaError(.malformedData, "card data envelope: \(error)", underlying: error)
         }

@@ -1,11 +1,11 @@
-import Foundation
 import EMVCommon
+import Foundation
 import IdentityCapability
 import PaymentCapability
 import Proxima
-import ProximaProcessorSandbox
 import ProximaCore
 import ProximaKernel
+import ProximaProcessorSandbox
 import Synchronization
 
 /// `proxima demo`: a simulated multi-lane store on the embedded default manifest.

@@ -1,8 +1,8 @@
 import Foundation
 import Proxima
-import ProximaProcessorSandbox
 import ProximaCore
 import ProximaKernel
+import ProximaProcessorSandbox
 import ProximaSystem
 
 /// `proxima psp`: the payment processor's side, as a sandbox for integrators.

@@ -1,8 +1,9 @@
 import EMVCommon
 import IdentityCapability
-@testable import PaymentCapability
 import ProximaCore
 import Testing
+
+@testable import PaymentCapability
 
 @Suite struct CardIdentityCapabilityTests {
     static let selectPPSE = "00A404000E325041592E5359532E444446303100"

@@ -1,6 +1,5 @@
 import Foundation
 import PCSCTransport
-@testable import PaymentCapability
 import Proxima
 import ProximaCardEmulator
 import ProximaCore
@@ -8,6 +7,8 @@ import ProximaKernel
 import ProximaTestSupport
 import Synchronization
 import Testing
+
+@testable import PaymentCapability
 
 // pcscd and its vpcd readers come from `LivePCSCD` (ProximaTestSupport); these are the integration tests' views.
 

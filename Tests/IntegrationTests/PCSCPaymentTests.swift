@@ -1,9 +1,10 @@
-@testable import PaymentCapability
 import ProximaCardEmulator
 import ProximaCore
 import ProximaKernel
 import ProximaTestSupport
 import Testing
+
+@testable import PaymentCapability
 
 /// Payment reads through the whole stack: kernel → PC/SC transport → libpcsclite → pcscd → vpcd → `VPCDCardHost`
 /// → virtual EMV card, and back.

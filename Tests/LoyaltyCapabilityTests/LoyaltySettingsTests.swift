@@ -83,7 +83,7 @@ import Testing
         for (text, path) in cases {
             let error = Self.failure(text)
             #expect(error?.code == .invalidManifest, "\(text)")
-            #expect(error?.reason.contains(path) == true, "\(error?.reason ?? "") should name \(path)")
+            #expect(error?.pathAndReason.contains(path) == true, "\(error?.pathAndReason ?? "") should name \(path)")
         }
     }
 }

@@ -1,9 +1,10 @@
-@testable import PaymentCapability
 import EMVCommon
 import ProximaCardEmulator
 import ProximaCore
 import ProximaTestSupport
 import Testing
+
+@testable import PaymentCapability
 
 /// Entry Point (EMV Book B §3.3) and kernel status-word handling, with scripted and virtual cards.
 @Suite struct EntryPointTests {

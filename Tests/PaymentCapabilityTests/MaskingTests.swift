@@ -1,8 +1,9 @@
-@testable import PaymentCapability
 import EMVCommon
 import ProximaCardEmulator
 import ProximaCore
 import Testing
+
+@testable import PaymentCapability
 
 /// Nothing the capability prints, throws or reports may contain a PAN: descriptions, debug descriptions,
 /// `dump`, error messages, events.

@@ -1,8 +1,9 @@
-@testable import PaymentCapability
 import EMVCommon
 import ProximaCore
 import ProximaTestSupport
 import Testing
+
+@testable import PaymentCapability
 
 /// GET PROCESSING OPTIONS, AFL, GENERATE AC and CVM List parsing on hand-built answers.
 @Suite struct ParsingTests {

@@ -1,10 +1,11 @@
 import Foundation
-@testable import PaymentCapability
 import ProximaCardEmulator
 import ProximaCore
 import ProximaTestSupport
 import Synchronization
 import Testing
+
+@testable import PaymentCapability
 
 /// Loads an EMV card profile from `Config/cards`.
 func loadEMVCard(_ file: String) throws -> EMVCard {

@@ -1,9 +1,10 @@
-@testable import PaymentCapability
 import EMVCommon
 import ProximaCardEmulator
 import ProximaCore
 import ProximaTestSupport
 import Testing
+
+@testable import PaymentCapability
 
 /// End-to-end reads of every virtual payment card profile in `Config/cards` through a hosted channel.
 @Suite struct VirtualCardReadTests {

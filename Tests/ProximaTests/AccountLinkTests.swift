@@ -1,8 +1,9 @@
-@testable import PaymentCapability
 import Foundation
 import Proxima
 import ProximaCore
 import Testing
+
+@testable import PaymentCapability
 
 /// Account linking: the file in the data directory, written atomically, read back by `isAccountLinked`; and the
 /// rule that a read needs a linked account.

@@ -1,10 +1,11 @@
-@testable import PaymentCapability
 import Foundation
 import Proxima
 import ProximaCore
 @_spi(KnownAnswerTests) import ProximaCrypto
 import ProximaTestSupport
 import Testing
+
+@testable import PaymentCapability
 
 /// The card data envelope: the worked example of `Docs/card-data-envelope.md` (made with pyhpke) opened and
 /// re-sealed byte for byte, envelopes of real reads opened by Python, and every malformation refused.

@@ -1,7 +1,8 @@
-@testable import PaymentCapability
 import Foundation
 import Proxima
 import Testing
+
+@testable import PaymentCapability
 
 /// The ISO 4217 table and the amount rules of `PaymentCardTransactionRequest`.
 @Suite struct ISO4217Tests {

@@ -1,9 +1,10 @@
-@testable import PaymentCapability
 import Foundation
 import Proxima
 import ProximaCore
 import Synchronization
 import Testing
+
+@testable import PaymentCapability
 
 /// Nothing the payment API lets an app print or log carries a PAN: every read of every profile, successful or
 /// not, with everything it produces rendered the ways a log would (`description`, `debugDescription`,

@@ -1,10 +1,11 @@
 import Foundation
-@testable import PaymentCapability
 import Proxima
 import ProximaCore
 import ProximaKernel
 import ProximaTestSupport
 import Testing
+
+@testable import PaymentCapability
 
 /// End-to-end reads through the public API: kernel, simulator transport, virtual cards of `Config/cards`, EMV
 /// capability, HPKE envelope.

@@ -1,9 +1,10 @@
-@testable import PaymentCapability
 import Foundation
 import Proxima
 import ProximaCore
 import ProximaKernel
 import Testing
+
+@testable import PaymentCapability
 
 /// The manifest's `capabilities.payment` block: validated strictly by the registered capability type, errors
 /// naming JSON paths.

@@ -1,9 +1,10 @@
-@testable import PaymentCapability
 import Foundation
 import Proxima
 import ProximaCore
 import ProximaTestSupport
 import Testing
+
+@testable import PaymentCapability
 
 /// Tokens made by an independent implementation (Python `pyjwt` with `cryptography`), signed with the TEST
 /// processor key, checked by `isAccountLinked`, `linkAccount` and `prepare`.

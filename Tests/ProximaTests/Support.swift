@@ -1,12 +1,13 @@
 import Foundation
-@testable import PaymentCapability
 import Proxima
-import ProximaProcessorSandbox
 import ProximaCore
 import ProximaCrypto
 import ProximaKernel
+import ProximaProcessorSandbox
 import ProximaTestSupport
 import Testing
+
+@testable import PaymentCapability
 
 /// Files of the package the payment API tests read (found by ``PackageFiles``).
 enum Package {

@@ -1,9 +1,10 @@
-@testable import PaymentCapability
 import Foundation
 @_spi(Testing) import Proxima
-import ProximaProcessorSandbox
 import ProximaKernel
+import ProximaProcessorSandbox
 import Testing
+
+@testable import PaymentCapability
 
 /// The usage sketch and the snippet compiled and run as written, on `PaymentCardReader()` with no
 /// arguments: the process-wide default kernel, pointed here at a manifest with a simulated reader and a temporary

@@ -1,13 +1,14 @@
 import EMVCommon
 import Foundation
 import IdentityCapability
-@testable import PaymentCapability
 import Proxima
 import ProximaCore
 import ProximaKernel
 import ProximaTestSupport
 import Synchronization
 import Testing
+
+@testable import PaymentCapability
 
 /// The kernel end to end on the simulator transport: routing, events, and every injected fault.
 @Suite struct KernelSimulatorTests {

@@ -39,4 +39,3 @@ package enum CardAnswer {
         PaymentError(.cardReadFailed, step: step, reason)
     }
 }
-

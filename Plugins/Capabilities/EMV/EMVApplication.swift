@@ -120,4 +120,3 @@ public struct EMVApplication: Hashable, Sendable, CustomStringConvertible {
         return "\(identifier.hexString)\(name) (\(brand), \(kernel))"
     }
 }
-

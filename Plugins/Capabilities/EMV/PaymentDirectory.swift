@@ -108,6 +108,4 @@ public struct PaymentDirectory: Hashable, Sendable {
         }
     }
 
-
 }
-

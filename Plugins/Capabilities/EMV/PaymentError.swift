@@ -61,4 +61,3 @@ extension PaymentError: ClassifiedError {
     /// `malformedData` for an unusable card answer, `invalidArgument` for a transaction EMV cannot express.
     public var kernelCode: ProximaError.Code { code == .cardReadFailed ? .malformedData : .invalidArgument }
 }
-

@@ -159,4 +159,3 @@ struct PaymentSession {
         throw ProximaError(.cancelled, "cancelled before \(step)", reader: channel.reader, lane: context.lane)
     }
 }
-

@@ -55,4 +55,3 @@ package struct EMVCardData: Hashable, Sendable, CustomStringConvertible, CustomD
     /// Reflection (`dump`, `Mirror`) sees the masked description only.
     package var customMirror: Mirror { Mirror(self, children: ["summary": description], displayStyle: .struct) }
 }
-

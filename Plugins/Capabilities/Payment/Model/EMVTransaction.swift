@@ -1,6 +1,6 @@
 package import EMVCommon
-package import ProximaCore
 package import Foundation
+package import ProximaCore
 
 /// The transaction type (tag `9C`, n 2), coded as the first two digits of the ISO 8583:1987 processing code
 /// (EMV Book 3 Annex A): the raw value is the BCD byte as it goes to the card.

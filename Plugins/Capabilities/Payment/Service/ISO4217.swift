@@ -61,7 +61,8 @@ package struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
     package func minorUnitAmount(of amount: Decimal) throws(PaymentServiceError) -> Int64 {
         guard !amount.isNaN else { throw PaymentServiceError(.invalidAmount, "the amount is not a number") }
         guard amount > 0 else {
-            throw PaymentServiceError(.invalidAmount, 
+            throw PaymentServiceError(
+                .invalidAmount,
                 "\(amount) \(alphabeticCode): a transaction amount must be greater than zero"
                     + (amount.isZero ? " (use PaymentCardVerificationRequest to check a card without a charge)" : "")
             )
@@ -71,7 +72,8 @@ package struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
             return units
         }
         guard amount * power(minorUnits) <= Decimal(Self.maximumMinorUnitAmount) else { throw tooLarge(amount) }
-        throw PaymentServiceError(.invalidAmount, 
+        throw PaymentServiceError(
+            .invalidAmount,
             "\(amount) \(alphabeticCode) has more decimals than the currency's \(minorUnits) minor-unit digits"
         )
     }

@@ -1,8 +1,8 @@
 internal import Foundation
-internal import ProximaSystem
 package import ProximaCore
 package import ProximaCrypto
 package import ProximaKernel
+internal import ProximaSystem
 
 /// The payment settings of a manifest: `capabilities.payment`, checked strictly (unknown keys are errors naming
 /// their JSON path).

@@ -106,7 +106,11 @@ struct ReaderTokenVerifier: Sendable {
         } catch let error as JWTError {
             throw refused(error)
         } catch {
-            throw PaymentServiceError(.invalidToken, "the processor token could not be verified: \(error)", underlying: error)
+            throw PaymentServiceError(
+                .invalidToken,
+                "the processor token could not be verified: \(error)",
+                underlying: error
+            )
         }
         // The audience: this reader's identifier or one the manifest allows. `"*"` is an ordinary value here, so
         // a wildcard token is accepted only where `allowedAudiences` lists "*".

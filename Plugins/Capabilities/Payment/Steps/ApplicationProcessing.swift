@@ -57,7 +57,13 @@ extension PaymentSession {
             remove(application, step: gpoStep, problem: "\(application.kernel) is not implemented")
             return nil
         }
-        return try outcome(of: result, application: application, fci: fci, options: options, card: card,
-            offlineAuthenticationData: offlineAuthenticationData)
+        return try outcome(
+            of: result,
+            application: application,
+            fci: fci,
+            options: options,
+            card: card,
+            offlineAuthenticationData: offlineAuthenticationData
+        )
     }
 }

@@ -60,4 +60,3 @@ extension DataObjectList {
         value.count >= length ? Array(value.prefix(length)) : value + Array(repeating: 0, count: length - value.count)
     }
 }
-

@@ -170,4 +170,3 @@ package struct ProcessingOptions: Hashable, Sendable {
     /// AIP byte 1 bit 5: cardholder verification is supported (EMV Book 3 Annex C1).
     var supportsCardholderVerification: Bool { applicationInterchangeProfile[0] & 0x10 != 0 }
 }
-
