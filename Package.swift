@@ -254,7 +254,7 @@ let package = Package(
 
         .executableTarget(
             name: "MDLBenchmark",
-            dependencies: ["ProximaCore", "ProximaCrypto", "MobileDocumentCapability"],
+            dependencies: ["ProximaCore", "ProximaCrypto", "MobileDocumentCapability", "ProximaTestSupport"],
             path: "Benchmarks/MDLBenchmark",
             swiftSettings: strict
         ),

@@ -11,6 +11,7 @@ import Foundation
 import MobileDocumentCapability
 import ProximaCore
 import ProximaCrypto
+import ProximaTestSupport
 
 let iterations = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 500
 

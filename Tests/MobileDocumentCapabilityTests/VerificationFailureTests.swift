@@ -1,5 +1,6 @@
 import ProximaCore
 import ProximaCrypto
+import ProximaTestSupport
 import Testing
 
 @testable import MobileDocumentCapability
