@@ -115,17 +115,7 @@ public struct ECPublicKey: Hashable, Sendable, CustomStringConvertible {
     /// A key from a DER SubjectPublicKeyInfo (RFC 5480) on a supported named curve.
     /// - Throws: ``CryptoError/Code/invalidKey`` for anything else.
     public init(derRepresentation der: [UInt8]) throws {
-        let key = try der.withNonNullPointer { start, count -> OwnedKey in
-            var cursor: UnsafePointer<UInt8>? = start
-            guard let key = d2i_PUBKEY(nil, &cursor, count) else {
-                throw CryptoError(.invalidKey, "not a DER SubjectPublicKeyInfo (\(drainOpenSSLErrors()))")
-            }
-            let owned = OwnedKey(key)
-            guard let cursor, cursor - start == count else {
-                throw CryptoError(.invalidKey, "bytes follow the DER SubjectPublicKeyInfo")
-            }
-            return owned
-        }
+        let key = try OwnedKey.subjectPublicKeyInfo(der)
         try self.init(evpKey: key, "DER public key")
     }
 
@@ -237,22 +227,7 @@ public struct ECPrivateKey: Sendable, CustomStringConvertible, CustomDebugString
     /// A key from unencrypted PKCS#8 or SEC 1 PEM on a supported named curve.
     /// - Throws: ``CryptoError/Code/invalidKey`` when the text holds no such key.
     public init(pemRepresentation: String) throws {
-        let key = try withMemoryBIO(Array(pemRepresentation.utf8)) { bio -> OwnedKey in
-            let refusePassword:
-                @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = {
-                    _,
-                    _,
-                    _,
-                    _ in -1
-                }
-            guard let key = PEM_read_bio_PrivateKey(bio, nil, refusePassword, nil) else {
-                throw CryptoError(
-                    .invalidKey,
-                    "no unencrypted EC private key in the PEM text (\(drainOpenSSLErrors()))"
-                )
-            }
-            return OwnedKey(key)
-        }
+        let key = try OwnedKey.privateKeyPEM(pemRepresentation)
         let curve = try namedCurve(of: key, "PEM private key")
         try self.init(curve: curve, rawRepresentation: try scalar(of: key, curve: curve))
     }

@@ -134,6 +134,54 @@ final class OwnedKey {
     let pointer: OpaquePointer
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
     deinit { EVP_PKEY_free(pointer) }
+
+    /// The key of exactly one DER SubjectPublicKeyInfo (RFC 5280 §4.1.2.7); trailing bytes are refused.
+    /// - Throws: ``CryptoError/Code/invalidKey``.
+    static func subjectPublicKeyInfo(_ der: [UInt8]) throws -> OwnedKey {
+        try der.withNonNullPointer { start, count -> OwnedKey in
+            var cursor: UnsafePointer<UInt8>? = start
+            guard let key = d2i_PUBKEY(nil, &cursor, count) else {
+                throw CryptoError(.invalidKey, "not a DER SubjectPublicKeyInfo (\(drainOpenSSLErrors()))")
+            }
+            let owned = OwnedKey(key)
+            guard let cursor, cursor - start == count else {
+                throw CryptoError(.invalidKey, "bytes follow the DER SubjectPublicKeyInfo")
+            }
+            return owned
+        }
+    }
+
+    /// The key of a PEM `PUBLIC KEY` block.
+    /// - Throws: ``CryptoError/Code/invalidKey``.
+    static func publicKeyPEM(_ text: String) throws -> OwnedKey {
+        try withMemoryBIO(Array(text.utf8)) { bio -> OwnedKey in
+            guard let key = PEM_read_bio_PUBKEY(bio, nil, nil, nil) else {
+                throw CryptoError(.invalidKey, "no PUBLIC KEY block in the PEM text (\(drainOpenSSLErrors()))")
+            }
+            return OwnedKey(key)
+        }
+    }
+
+    /// The key of an unencrypted PKCS#8 or SEC 1 PEM private key; an encrypted one is refused, never prompted for.
+    /// - Throws: ``CryptoError/Code/invalidKey``.
+    static func privateKeyPEM(_ text: String) throws -> OwnedKey {
+        try withMemoryBIO(Array(text.utf8)) { bio -> OwnedKey in
+            let refusePassword:
+                @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = {
+                    _,
+                    _,
+                    _,
+                    _ in -1
+                }
+            guard let key = PEM_read_bio_PrivateKey(bio, nil, refusePassword, nil) else {
+                throw CryptoError(
+                    .invalidKey,
+                    "no unencrypted PKCS#8 or SEC 1 private key in the PEM text (\(drainOpenSSLErrors()))"
+                )
+            }
+            return OwnedKey(key)
+        }
+    }
 }
 
 /// Calls `body` with a read-only memory BIO over `bytes`.

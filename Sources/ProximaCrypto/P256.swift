@@ -86,18 +86,7 @@ extension P256 {
         /// - Throws: ``CryptoError/Code/invalidKey`` when the text holds no readable unencrypted private key, or one
         ///   that is not an EC key on P-256.
         public init(pemRepresentation: String) throws {
-            let key = try withMemoryBIO(Array(pemRepresentation.utf8)) { bio -> OwnedKey in
-                let refusePassword:
-                    @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?)
-                        -> Int32 = { _, _, _, _ in -1 }
-                guard let key = PEM_read_bio_PrivateKey(bio, nil, refusePassword, nil) else {
-                    throw CryptoError(
-                        .invalidKey,
-                        "no unencrypted PKCS#8 or SEC 1 private key in the PEM text (\(drainOpenSSLErrors()))"
-                    )
-                }
-                return OwnedKey(key)
-            }
+            let key = try OwnedKey.privateKeyPEM(pemRepresentation)
             try requireP256(key, "PEM private key")
             try self.init(rawRepresentation: try privateScalar(of: key))
         }
@@ -200,29 +189,14 @@ extension P256 {
         /// - Throws: ``CryptoError/Code/invalidKey`` when the bytes are not exactly one SPKI of a P-256 key with a
         ///   valid point.
         public init(derRepresentation: [UInt8]) throws {
-            let key = try derRepresentation.withNonNullPointer { start, count -> OwnedKey in
-                var cursor: UnsafePointer<UInt8>? = start
-                guard let key = d2i_PUBKEY(nil, &cursor, count) else {
-                    throw CryptoError(.invalidKey, "not a DER SubjectPublicKeyInfo (\(drainOpenSSLErrors()))")
-                }
-                let owned = OwnedKey(key)
-                guard let cursor, cursor - start == count else {
-                    throw CryptoError(.invalidKey, "bytes follow the DER SubjectPublicKeyInfo")
-                }
-                return owned
-            }
+            let key = try OwnedKey.subjectPublicKeyInfo(derRepresentation)
             try self.init(evpKey: key, "DER public key")
         }
 
         /// A key from PEM SubjectPublicKeyInfo (`-----BEGIN PUBLIC KEY-----`).
         /// - Throws: ``CryptoError/Code/invalidKey`` when the text holds no public key, or one that is not P-256.
         public init(pemRepresentation: String) throws {
-            let key = try withMemoryBIO(Array(pemRepresentation.utf8)) { bio -> OwnedKey in
-                guard let key = PEM_read_bio_PUBKEY(bio, nil, nil, nil) else {
-                    throw CryptoError(.invalidKey, "no PUBLIC KEY block in the PEM text (\(drainOpenSSLErrors()))")
-                }
-                return OwnedKey(key)
-            }
+            let key = try OwnedKey.publicKeyPEM(pemRepresentation)
             try self.init(evpKey: key, "PEM public key")
         }
 
@@ -304,24 +278,11 @@ extension P256 {
         /// - Throws: `ProximaError.malformedData` unless the input is exactly one minimal DER encoding with
         ///   non-negative r and s of at most 32 bytes each.
         public init(derRepresentation: [UInt8]) throws {
-            let raw = try derRepresentation.withNonNullPointer { start, count -> [UInt8] in
-                var cursor: UnsafePointer<UInt8>? = start
-                guard let signature = d2i_ECDSA_SIG(nil, &cursor, count) else {
-                    throw ProximaError(.malformedData, "not a DER ECDSA signature (\(drainOpenSSLErrors()))")
-                }
-                defer { ECDSA_SIG_free(signature) }
-                var raw = [UInt8](repeating: 0, count: 2 * P256.scalarByteCount)
-                let rOK = raw.withUnsafeMutableBufferPointer {
-                    BN_bn2binpad(ECDSA_SIG_get0_r(signature), $0.baseAddress, 32)
-                }
-                let sOK = raw.withUnsafeMutableBufferPointer {
-                    BN_bn2binpad(ECDSA_SIG_get0_s(signature), $0.baseAddress! + 32, 32)
-                }
-                guard rOK == 32, sOK == 32 else {
-                    _ = drainOpenSSLErrors()
-                    throw ProximaError(.malformedData, "DER ECDSA signature has r or s longer than 32 bytes")
-                }
-                return raw
+            guard let raw = derSignatureToRaw(derRepresentation, size: P256.scalarByteCount) else {
+                throw ProximaError(
+                    .malformedData,
+                    "not a DER ECDSA signature with r and s of at most 32 bytes each"
+                )
             }
             self.rawRepresentation = raw
             // d2i accepts some non-minimal encodings and trailing bytes; re-encoding shows them.
