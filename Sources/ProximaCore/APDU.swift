@@ -194,14 +194,22 @@ public struct ResponseAPDU: Hashable, Sendable, CustomStringConvertible {
 extension Sequence where Element == UInt8 {
     /// Upper-case hex without separators, e.g. `9000`.
     public var hexString: String {
-        let digits: [Character] = Array("0123456789ABCDEF")
-        var s = ""
+        // Written as UTF-8 bytes straight into the string's storage: card data is formatted on every read (the
+        // envelope's JSON), and appending Characters one by one cost more than the HPKE seal.
+        let count = underestimatedCount
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(2 * count)
         for b in self {
-            s.append(digits[Int(b >> 4)])
-            s.append(digits[Int(b & 0x0F)])
+            bytes.append(hexDigit(b >> 4))
+            bytes.append(hexDigit(b & 0x0F))
         }
-        return s
+        return String(decoding: bytes, as: UTF8.self)
     }
+}
+
+/// The ASCII code of the upper-case hexadecimal digit of a nibble (0…15).
+@inline(__always) private func hexDigit(_ nibble: UInt8) -> UInt8 {
+    nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") - 10 + nibble
 }
 
 extension Array where Element == UInt8 {

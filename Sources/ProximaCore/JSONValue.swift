@@ -386,6 +386,12 @@ extension JSONValue {
 
     private static func writeString(_ s: String, to out: inout String) {
         out += "\""
+        // Most strings (hex, identifiers, amounts) need no escape: appended whole, not scalar by scalar.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

@@ -288,7 +288,8 @@ public struct ECPrivateKey: Sendable, CustomStringConvertible, CustomDebugString
         }
         defer { EVP_PKEY_CTX_free(context) }
         try check(EVP_PKEY_derive_init(context), "initialising ECDH")
-        try check(EVP_PKEY_derive_set_peer_ex(context, other.pointer, 1), "setting the ECDH peer key")
+        // The peer was validated when made, and P-256/384/521 have cofactor 1: no second check (see P256).
+        try check(EVP_PKEY_derive_set_peer_ex(context, other.pointer, 0), "setting the ECDH peer key")
         var secret = [UInt8](repeating: 0, count: curve.coordinateByteCount)
         var length = secret.count
         try check(secret.withUnsafeMutableBufferPointer { EVP_PKEY_derive(context, $0.baseAddress, &length) }, "ECDH")

@@ -129,8 +129,11 @@ final class ParameterList {
     }
 }
 
-/// Owns one `EVP_PKEY`. Not `Sendable`: made for one operation and dropped with it.
-final class OwnedKey {
+/// Owns one `EVP_PKEY`.
+///
+/// `@unchecked Sendable`: nothing changes the key once it is made (only parameters are read and operations run on
+/// contexts of their own), and OpenSSL 3 allows concurrent operations on a key that nobody modifies.
+final class OwnedKey: @unchecked Sendable {
     let pointer: OpaquePointer
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
     deinit { EVP_PKEY_free(pointer) }

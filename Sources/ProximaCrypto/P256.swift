@@ -1,10 +1,13 @@
 internal import COpenSSL
 import ProximaCore
+import Synchronization
 
 /// The NIST P-256 curve (secp256r1, prime256v1; FIPS 186-4, SEC 2 §2.4.2): keys, ECDH and ECDSA with SHA-256.
 ///
 /// Keys are values: a private key is its 32-byte scalar and a public key its uncompressed point, both checked
-/// when made. Each operation builds an OpenSSL `EVP_PKEY` for the call, so the types are `Sendable` without locks.
+/// when made. An operation builds the OpenSSL `EVP_PKEY` it needs, except that the public keys used most (the
+/// processor's, a merchant's, an issuer's) are kept imported in ``ImportedPublicKeys``, and HPKE runs its ECDH on the
+/// ephemeral key OpenSSL just generated.
 public enum P256 {
     /// The byte length of a scalar or of one coordinate.
     public static let scalarByteCount = 32
@@ -46,6 +49,11 @@ extension P256 {
         /// A fresh key from OpenSSL's key generator.
         /// - Throws: ``CryptoError/Code/libraryFailure`` when OpenSSL cannot generate (no entropy source).
         public init() throws {
+            self = try Self.generated().key
+        }
+
+        /// A fresh key and the `EVP_PKEY` OpenSSL generated it as, for an ECDH that follows at once (HPKE).
+        static func generated() throws -> (key: PrivateKey, evpKey: OwnedKey) {
             guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
                 throw libraryFailure("creating an EC key generation context")
             }
@@ -56,10 +64,15 @@ extension P256 {
             try check(EVP_PKEY_generate(context, &generated), "generating a P-256 key")
             guard let generated else { throw libraryFailure("generating a P-256 key") }
             let key = OwnedKey(generated)
-            // The generator computed d·G already: take it from the key rather than multiplying again (HPKE
-            // makes one ephemeral key per envelope, so this is on the payment hot path).
-            rawRepresentation = try privateScalar(of: key)
-            publicKey = try PublicKey(evpKey: key, "generated P-256 key")
+            // The generator computed d·G already: take it from the key rather than multiplying again, and without
+            // validating a point OpenSSL made (HPKE makes one ephemeral key per envelope: the payment hot path).
+            let point = try publicPoint(of: key, "generated P-256 key")
+            return (PrivateKey(validatedScalar: try privateScalar(of: key), publicKey: PublicKey(validatedX963: point)), key)
+        }
+
+        private init(validatedScalar: [UInt8], publicKey: PublicKey) {
+            rawRepresentation = validatedScalar
+            self.publicKey = publicKey
         }
 
         /// The key with scalar `rawRepresentation`.
@@ -105,14 +118,24 @@ extension P256 {
         /// The ECDH shared secret with `publicKey` (SEC 1 §3.3.1): the x-coordinate of d·Q, 32 bytes, not hashed.
         /// - Throws: ``CryptoError/Code/libraryFailure`` only if OpenSSL fails.
         public func sharedSecret(with publicKey: PublicKey) throws -> [UInt8] {
-            let own = try makeKey(publicPoint: self.publicKey.x963Representation, privateScalar: rawRepresentation)
-            let peer = try makeKey(publicPoint: publicKey.x963Representation, privateScalar: nil)
+            try sharedSecret(
+                with: publicKey,
+                own: try makeKey(publicPoint: self.publicKey.x963Representation, privateScalar: rawRepresentation)
+            )
+        }
+
+        /// ECDH with `own`, this key as an `EVP_PKEY` already made.
+        func sharedSecret(with publicKey: PublicKey, own: OwnedKey) throws -> [UInt8] {
+            let peer = try ImportedPublicKeys.shared.key(for: publicKey.x963Representation)
             guard let context = EVP_PKEY_CTX_new_from_pkey(nil, own.pointer, nil) else {
                 throw libraryFailure("creating an ECDH context")
             }
             defer { EVP_PKEY_CTX_free(context) }
             try check(EVP_PKEY_derive_init(context), "initialising ECDH")
-            try check(EVP_PKEY_derive_set_peer_ex(context, peer.pointer, 1), "setting the ECDH peer key")
+            // No second validation of the peer: every PublicKey was checked when made (on the curve, not the point
+            // at infinity), and P-256's cofactor is 1, so OpenSSL's full check would only repeat that, at the
+            // price of a scalar multiplication by the order (about as much as the ECDH itself).
+            try check(EVP_PKEY_derive_set_peer_ex(context, peer.pointer, 0), "setting the ECDH peer key")
             var secret = [UInt8](repeating: 0, count: P256.scalarByteCount)
             var length = secret.count
             let result = secret.withUnsafeMutableBufferPointer { EVP_PKEY_derive(context, $0.baseAddress, &length) }
@@ -202,16 +225,7 @@ extension P256 {
 
         fileprivate init(evpKey key: OwnedKey, _ what: String) throws {
             try requireP256(key, what)
-            var point = [UInt8](repeating: 0, count: 133)
-            var length = 0
-            let capacity = point.count
-            let result = point.withUnsafeMutableBufferPointer {
-                EVP_PKEY_get_octet_string_param(key.pointer, "pub", $0.baseAddress, capacity, &length)
-            }
-            guard result == 1 else {
-                throw CryptoError(.invalidKey, "\(what) has no public point (\(drainOpenSSLErrors()))")
-            }
-            x963Representation = try Curve().validatedUncompressedPoint(Array(point[..<length]))
+            x963Representation = try Curve().validatedUncompressedPoint(try publicPoint(of: key, what))
         }
 
         /// The compressed SEC 1 encoding `02|03 || X`, 33 bytes.
@@ -230,7 +244,7 @@ extension P256 {
         ///
         /// Returns `false`, never throws, for any signature that does not verify, including r or s outside 1…n−1.
         public func isValidSignature(_ signature: ECDSASignature, for message: [UInt8]) -> Bool {
-            guard let key = try? makeKey(publicPoint: x963Representation, privateScalar: nil),
+            guard let key = try? ImportedPublicKeys.shared.key(for: x963Representation),
                 let context = EVP_MD_CTX_new()
             else {
                 _ = drainOpenSSLErrors()
@@ -379,6 +393,43 @@ private final class Curve {
         try check(EC_POINT_mul(group, point, number, nil, nil, numbers), "computing the public key")
         return try uncompressed(point)
     }
+}
+
+/// The public keys most recently used for ECDH or verification, kept imported: importing a point costs about a
+/// third of an ECDH, and the keys a kernel uses again and again are few (the processor's, the merchants', the
+/// issuers'). Bounded: when full it starts again empty, so ephemeral peers cannot grow it.
+final class ImportedPublicKeys: Sendable {
+    static let shared = ImportedPublicKeys(capacity: 64)
+
+    private let capacity: Int
+    private let keys = Mutex<[[UInt8]: OwnedKey]>([:])
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// The `EVP_PKEY` of a validated uncompressed point.
+    func key(for point: [UInt8]) throws -> OwnedKey {
+        if let key = keys.withLock({ $0[point] }) { return key }
+        let key = try makeKey(publicPoint: point, privateScalar: nil)
+        keys.withLock {
+            if $0.count >= capacity { $0.removeAll(keepingCapacity: true) }
+            $0[point] = key
+        }
+        return key
+    }
+}
+
+/// The public point of an EC key as OpenSSL encodes it.
+private func publicPoint(of key: OwnedKey, _ what: String) throws -> [UInt8] {
+    var point = [UInt8](repeating: 0, count: 133)
+    var length = 0
+    let capacity = point.count
+    let result = point.withUnsafeMutableBufferPointer {
+        EVP_PKEY_get_octet_string_param(key.pointer, "pub", $0.baseAddress, capacity, &length)
+    }
+    guard result == 1 else {
+        throw CryptoError(.invalidKey, "\(what) has no public point (\(drainOpenSSLErrors()))")
+    }
+    return Array(point[..<length])
 }
 
 /// An `EVP_PKEY` for one operation, from a validated point and optionally its validated scalar.
