@@ -19,6 +19,9 @@ public final class LibNFCCardChannel: CardChannel {
     public let supportsExtendedLength = false
     /// The libnfc connstring of the device.
     public let connstring: String
+    /// The device's queue: the kernel runs a tap's body there, so its transmits do not hop between the cooperative
+    /// pool and the device's thread.
+    public var preferredTaskExecutor: (any TaskExecutor)? { device.taskExecutor }
 
     private let device: LibNFCDevice
     private let generation: UInt64
