@@ -132,8 +132,19 @@ try await withThrowingTaskGroup(of: Void.self) { group in
         "libnfc transport vs nfc_initiator_transceive_bytes alone, PN532 emulator, \(rounds) × \(apdus) SELECT PPSE each"
     )
     print(String(format: "  raw libnfc         %8.1f µs per APDU", rawPer))
-    print(String(format: "  libnfc transport   %8.1f µs per APDU (tap body on the device's executor, as the kernel runs it)", oursPer))
-    print(String(format: "  from the pool      %8.1f µs per APDU (ratio %.3f: a hop onto the device's queue and back)", hoppingPer, hoppingPer / rawPer))
+    print(
+        String(
+            format: "  libnfc transport   %8.1f µs per APDU (tap body on the device's executor, as the kernel runs it)",
+            oursPer
+        )
+    )
+    print(
+        String(
+            format: "  from the pool      %8.1f µs per APDU (ratio %.3f: a hop onto the device's queue and back)",
+            hoppingPer,
+            hoppingPer / rawPer
+        )
+    )
     print(
         String(
             format: "  ratio %.3f (goal ≤ 1.10), %+.1f µs added per APDU (goal ≤ 50)",

@@ -18,9 +18,10 @@ public enum ProcessTable {
     /// `/dev/bus/usb/001/004`), found by reading every `/proc/<pid>/fd`.
     ///
     /// A descriptor matches when it is the same file (`stat` through the `/proc` link gives the same device and
-    /// inode), or when its link names `path`, or ends with it (a process that sees the node under another root, as
-    /// in a chroot or umockdev's test bed). Processes whose descriptors this one may not read (another user's, without
-    /// privileges) are skipped, so the answer can be incomplete, never wrong. At most `limit` processes are looked at.
+    /// inode as `stat` of `path`: also right for a process that sees the node under another name, in a chroot or
+    /// umockdev's test bed), or when its link names `path` exactly. Processes whose descriptors this one may not read
+    /// (another user's, without privileges) are skipped, so the answer can be incomplete, never wrong. At most
+    /// `limit` processes are looked at.
     public static func holders(of path: String, limit: Int = 32_768) -> [Holder] {
         let target = try? FileStatus.of(path)
         let ownPID = getpid()
@@ -29,10 +30,12 @@ public enum ProcessTable {
             let fdDirectory = "/proc/\(pid)/fd"
             for fd in numericEntries(of: fdDirectory) {
                 let link = fdDirectory + "/\(fd)"
-                let sameFile = target.map { target in
-                    (try? FileStatus.of(link)).map { $0.device == target.device && $0.inode == target.inode } ?? false
-                } ?? false
-                guard sameFile || linkTarget(link).map({ $0 == path || $0.hasSuffix(path) }) == true else { continue }
+                let sameFile =
+                    target.map { target in
+                        (try? FileStatus.of(link)).map { $0.device == target.device && $0.inode == target.inode }
+                            ?? false
+                    } ?? false
+                guard sameFile || linkTarget(link) == path else { continue }
                 holders.append(Holder(pid: pid, name: processName(pid)))
                 break
             }

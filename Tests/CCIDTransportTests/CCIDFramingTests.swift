@@ -223,14 +223,21 @@ func classDescriptor(features: UInt32, maximumMessageLength: UInt32 = 271, maxim
         #expect(pipe.written.isEmpty)
     }
 
-    @Test("Abort: the ABORT request names slot and the next bSeq, PC_to_RDR_Abort carries it, the late answer is skipped")
+    @Test(
+        "Abort: the ABORT request names slot and the next bSeq, PC_to_RDR_Abort carries it, the late answer is skipped"
+    )
     func abort() throws {
         var pipe = ScriptedPipe(answers: [
             // The aborted XfrBlock (bSeq 4) answers CMD_ABORTED late; then the Abort's SlotStatus (bSeq 5).
             answer(0x80, slot: 1, sequence: 4, status: 0x40, error: 0xFF),
             answer(0x81, slot: 1, sequence: 5),
         ])
-        var exchange = CCIDSlotExchange(slot: 1, descriptor: Self.extendedLevel, readerName: "test reader", firstSequence: 5)
+        var exchange = CCIDSlotExchange(
+            slot: 1,
+            descriptor: Self.extendedLevel,
+            readerName: "test reader",
+            firstSequence: 5
+        )
         try exchange.abort(over: &pipe)
         #expect(pipe.abortRequests.map { [$0.0, $0.1] } == [[1, 5]])
         #expect(pipe.written == [[0x72, 0, 0, 0, 0, 0x01, 0x05, 0, 0, 0]])

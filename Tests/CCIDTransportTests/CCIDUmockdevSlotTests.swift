@@ -39,7 +39,9 @@ extension CCIDUmockdevTests {
         ReaderID("ccid/1209:cc1d 1-1 slot 1")
     )
 
-    @Test("an XfrBlock that times out is aborted: the ABORT request, then PC_to_RDR_Abort with its bSeq; the next APDU works")
+    @Test(
+        "an XfrBlock that times out is aborted: the ABORT request, then PC_to_RDR_Abort with its bSeq; the next APDU works"
+    )
     func abortOnTimeout() async throws {
         let readers = try MockReaders(count: 1)
         let transport = ccidTransport(timeout: .milliseconds(300))
@@ -109,7 +111,9 @@ extension CCIDUmockdevTests {
         let transport = ccidTransport(pollPeriod: .seconds(600))
         try await withRunning(transport) { events in
             try await events.wait(for: "card in slot 0") { $0 == .cardPresent(slot0) }
-            let appeared = events.withLock { $0.compactMap { if case .appeared(let info) = $0 { info.id } else { nil } } }
+            let appeared = events.withLock {
+                $0.compactMap { if case .appeared(let info) = $0 { info.id } else { nil } }
+            }
             #expect(appeared == [slot0, slot1])
             let slot0Asked = stats(readers, 1, slot: 0).slot_status
             ccid_mock_set_slot_present(readers.mock, 1, 1, 1)
@@ -135,7 +139,9 @@ extension CCIDUmockdevTests {
         withExtendedLifetime(cards) {}
     }
 
-    @Test("a TPDU-level reader: host-side T=1 with IFS negotiation, chaining both ways, WTX and a bad LRC, through libusb")
+    @Test(
+        "a TPDU-level reader: host-side T=1 with IFS negotiation, chaining both ways, WTX and a bad LRC, through libusb"
+    )
     func tpduReader() async throws {
         let readers = try MockReaders(count: 0)
         // T=1 offered, TA3 = 16: the card's IFSC, so the host chains SELECT PPSE (20 bytes) over two I-blocks.
@@ -184,7 +190,8 @@ extension CCIDUmockdevTests {
         holder.standardOutput = output
         try holder.run()
         defer {
-            holder.terminate()
+            // SIGKILL: under umockdev's preload the child does not die of SIGTERM.
+            kill(holder.processIdentifier, SIGKILL)
             holder.waitUntilExit()
         }
         let ready = output.fileHandleForReading.availableData
@@ -206,7 +213,9 @@ extension CCIDUmockdevTests {
         }
     }
 
-    @Test("hotplug: a reader plugged in after start, and one plugged back in, are found through libusb's hotplug callback")
+    @Test(
+        "hotplug: a reader plugged in after start, and one plugged back in, are found through libusb's hotplug callback"
+    )
     func hotplug() async throws {
         let readers = try MockReaders(count: 1)
         let late = MockCard(try CardProfiles.load(contentsOf: configDirectory + "/cards/pay-visa-qvsdc.json"))
@@ -224,7 +233,13 @@ extension CCIDUmockdevTests {
         try await withRunning(transport) { events in
             try await events.wait(for: "card present") { $0 == .cardPresent(Self.reader1) }
             #expect(transport.usesHotplug)
-            let added = ccid_mock_add_reader(readers.mock, 2, MockCard.callback, Unmanaged.passUnretained(late).toOpaque(), 1)
+            let added = ccid_mock_add_reader(
+                readers.mock,
+                2,
+                MockCard.callback,
+                Unmanaged.passUnretained(late).toOpaque(),
+                1
+            )
             #expect(added == 0)
             ccid_mock_announce(readers.mock, 2)
             try await events.wait(for: "the late reader") { $0 == .cardPresent(reader2) }

@@ -75,8 +75,11 @@ final class T1Card: Sendable {
                 return state.stashed ?? state.lastSent
             case .supervisory(.informationFieldSize, response: false):
                 state.hostInformationFieldSize = Int(block.information[0])
-                return T1Block(kind: .supervisory(.informationFieldSize, response: true), information: block.information)
-                    .bytes
+                return T1Block(
+                    kind: .supervisory(.informationFieldSize, response: true),
+                    information: block.information
+                )
+                .bytes
             case .supervisory(.resynchronise, response: false):
                 state.expected = 0
                 state.next = 0

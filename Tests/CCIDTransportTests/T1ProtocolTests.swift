@@ -48,13 +48,25 @@ let selectMF = hex("00 A4 04 00 02 3F 00")
 
     @Test("blocks encode with NAD PCB LEN INF LRC: I, R and S blocks")
     func encoding() {
-        #expect(T1Block(kind: .information(sequence: 0, more: false), information: selectMF).bytes == hex("00 00 07 00 A4 04 00 02 3F 00 9A"))
-        #expect(T1Block(kind: .information(sequence: 1, more: false), information: [0x90, 0x00]).bytes == hex("00 40 02 90 00 D2"))
+        #expect(
+            T1Block(kind: .information(sequence: 0, more: false), information: selectMF).bytes
+                == hex("00 00 07 00 A4 04 00 02 3F 00 9A")
+        )
+        #expect(
+            T1Block(kind: .information(sequence: 1, more: false), information: [0x90, 0x00]).bytes
+                == hex("00 40 02 90 00 D2")
+        )
         #expect(T1Block(kind: .receiveReady(sequence: 1, status: .ok)).bytes == hex("00 90 00 90"))
         #expect(T1Block(kind: .receiveReady(sequence: 0, status: .checksumError)).bytes == hex("00 81 00 81"))
-        #expect(T1Block(kind: .supervisory(.informationFieldSize, response: false), information: [0xFE]).bytes == hex("00 C1 01 FE 3E"))
+        #expect(
+            T1Block(kind: .supervisory(.informationFieldSize, response: false), information: [0xFE]).bytes
+                == hex("00 C1 01 FE 3E")
+        )
         #expect(T1Block(kind: .supervisory(.resynchronise, response: true)).bytes == hex("00 E0 00 E0"))
-        #expect(T1Block(kind: .supervisory(.waitingTimeExtension, response: false), information: [2]).description == "S(waitingTimeExtension request)")
+        #expect(
+            T1Block(kind: .supervisory(.waitingTimeExtension, response: false), information: [2]).description
+                == "S(waitingTimeExtension request)"
+        )
     }
 
     @Test("the parser is total: short, LEN FF, a length that disagrees, a wrong LRC, reserved PCB bits, bad S-blocks")
@@ -63,8 +75,10 @@ let selectMF = hex("00 A4 04 00 02 3F 00")
         #expect(try T1Block(bytes: hex("00 92 00 92")).kind == .receiveReady(sequence: 1, status: .otherError))
         #expect(try T1Block(bytes: hex("00 20 04 00 A4 04 00 84")).kind == .information(sequence: 0, more: true))
         #expect(throws: T1BlockError.checksum) { try T1Block(bytes: hex("00 00 02 90 00 93")) }
-        for bad in ["00 00 02", "00 00 FF 00", "00 00 03 90 00 93", "00 A0 00 A0", "00 90 01 00 91", "00 01 00 01",
-                    "00 C5 00 C5", "00 C1 00 C1", "00 C1 01 00 C0", "00 C3 02 01 01 C1"] {
+        for bad in [
+            "00 00 02", "00 00 FF 00", "00 00 03 90 00 93", "00 A0 00 A0", "00 90 01 00 91", "00 01 00 01",
+            "00 C5 00 C5", "00 C1 00 C1", "00 C1 01 00 C0", "00 C3 02 01 01 C1",
+        ] {
             #expect(throws: T1BlockError.self, "\(bad)") { try T1Block(bytes: hex(bad)) }
         }
     }
@@ -161,7 +175,9 @@ let selectMF = hex("00 A4 04 00 02 3F 00")
         #expect(link.steps.isEmpty)
     }
 
-    @Test("a card that stays mute through the resynchronisation: cardTimeout naming T=1, after a bounded number of blocks")
+    @Test(
+        "a card that stays mute through the resynchronisation: cardTimeout naming T=1, after a bounded number of blocks"
+    )
     func muteCard() throws {
         var t1 = try protocolState()
         var link = ScriptedT1Link(
@@ -178,7 +194,9 @@ let selectMF = hex("00 A4 04 00 02 3F 00")
         #expect(link.steps.isEmpty)
     }
 
-    @Test("a card's S(IFS request) changes the IFSC of the next chained part; S(ABORT request) ends with transmitFailed")
+    @Test(
+        "a card's S(IFS request) changes the IFSC of the next chained part; S(ABORT request) ends with transmitFailed"
+    )
     func cardRequests() throws {
         var t1 = try protocolState(ifsc: 4)
         var link = ScriptedT1Link([

@@ -49,7 +49,8 @@ struct LibUSBPipe: CCIDBulkPipe {
     }
 
     /// The class-specific ABORT request (CCID Rev 1.1 §5.3.1) on the control pipe, 1 s at most.
-    static func sendAbortRequest(_ handle: OpaquePointer, _ interfaceNumber: Int32, slot: UInt8, sequence: UInt8) throws {
+    static func sendAbortRequest(_ handle: OpaquePointer, _ interfaceNumber: Int32, slot: UInt8, sequence: UInt8) throws
+    {
         let status = libusb_control_transfer(
             handle,
             0x21,
@@ -347,7 +348,8 @@ final class CCIDDevice: Sendable {
             let text = String(value)
             return String(repeating: "0", count: max(0, 3 - text.count)) + text
         }
-        return "/dev/bus/usb/\(digits(libusb_get_bus_number(device.pointer)))/\(digits(libusb_get_device_address(device.pointer)))"
+        return
+            "/dev/bus/usb/\(digits(libusb_get_bus_number(device.pointer)))/\(digits(libusb_get_device_address(device.pointer)))"
     }
 
     /// Opens the device and claims the interface; returns why not, or `nil`.
@@ -529,7 +531,9 @@ final class CCIDDevice: Sendable {
     private func abort(_ link: inout Link, slot: Int, after step: String) -> ProximaError? {
         let controlRequestSent = commands.isCancelled
         do {
-            try withSlot(&link, slot) { exchange, pipe in try exchange.abort(controlRequestSent: controlRequestSent, over: &pipe) }
+            try withSlot(&link, slot) { exchange, pipe in
+                try exchange.abort(controlRequestSent: controlRequestSent, over: &pipe)
+            }
             return nil
         } catch let status as LibUSBStatus {
             _ = linkFailed(&link, status, step: "PC_to_RDR_Abort after \(step)")
@@ -540,7 +544,11 @@ final class CCIDDevice: Sendable {
             )
         } catch {
             _ = failed(&link, "PC_to_RDR_Abort after \(step) failed: \(error)")
-            return ProximaError(.readerFaulted, "PC_to_RDR_Abort after \(step) on \(name) failed: \(error)", reader: slotReaders[slot])
+            return ProximaError(
+                .readerFaulted,
+                "PC_to_RDR_Abort after \(step) on \(name) failed: \(error)",
+                reader: slotReaders[slot]
+            )
         }
     }
 
@@ -575,7 +583,9 @@ final class CCIDDevice: Sendable {
             if status == .timeout {
                 if let failure = abort(&link, slot: slot, after: "a timed-out XfrBlock") { return .failure(failure) }
                 if commands.isCancelled {
-                    return .failure(ProximaError(.cancelled, "the APDU on \(name) was cancelled (aborted)", reader: reader))
+                    return .failure(
+                        ProximaError(.cancelled, "the APDU on \(name) was cancelled (aborted)", reader: reader)
+                    )
                 }
                 return .failure(
                     ProximaError(

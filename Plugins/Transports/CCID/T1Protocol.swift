@@ -36,10 +36,18 @@ public struct T1Protocol: Sendable {
     /// - Throws: `unsupported` when the ATR does not offer T=1 or asks for a CRC epilogue (only the LRC is done).
     public init(parameters: T1Parameters, reader: ReaderID? = nil) throws {
         guard parameters.offersT1 else {
-            throw ProximaError.t1(.unsupported, "the card's ATR does not offer T=1 (T=0 is not supported)", reader: reader)
+            throw ProximaError.t1(
+                .unsupported,
+                "the card's ATR does not offer T=1 (T=0 is not supported)",
+                reader: reader
+            )
         }
         guard !parameters.usesCRC else {
-            throw ProximaError.t1(.unsupported, "the card asks for a CRC epilogue; only the LRC is supported", reader: reader)
+            throw ProximaError.t1(
+                .unsupported,
+                "the card asks for a CRC epilogue; only the LRC is supported",
+                reader: reader
+            )
         }
         self.parameters = parameters
         self.reader = reader
@@ -49,7 +57,10 @@ public struct T1Protocol: Sendable {
     /// Sends S(IFS request) with IFSD 254 and waits for the card's S(IFS response), repeated on errors, as
     /// ``maximumRetransmissions`` allows.
     public mutating func negotiateInformationFieldSize(over link: inout some T1BlockLink) throws {
-        let request = T1Block(kind: .supervisory(.informationFieldSize, response: false), information: [Self.hostInformationFieldSize])
+        let request = T1Block(
+            kind: .supervisory(.informationFieldSize, response: false),
+            information: [Self.hostInformationFieldSize]
+        )
         try supervisoryExchange(request, over: &link)
     }
 
@@ -114,12 +125,21 @@ public struct T1Protocol: Sendable {
                     )
                 }
                 multiplier = received.information[0]
-                toSend = T1Block(kind: .supervisory(.waitingTimeExtension, response: true), information: received.information)
+                toSend = T1Block(
+                    kind: .supervisory(.waitingTimeExtension, response: true),
+                    information: received.information
+                )
             case .supervisory(.informationFieldSize, response: false):
                 cardInformationFieldSize = Int(received.information[0])
-                toSend = T1Block(kind: .supervisory(.informationFieldSize, response: true), information: received.information)
+                toSend = T1Block(
+                    kind: .supervisory(.informationFieldSize, response: true),
+                    information: received.information
+                )
             case .supervisory(.abort, response: false):
-                _ = try? link.exchange(T1Block(kind: .supervisory(.abort, response: true)).bytes, waitingTimeMultiplier: 0)
+                _ = try? link.exchange(
+                    T1Block(kind: .supervisory(.abort, response: true)).bytes,
+                    waitingTimeMultiplier: 0
+                )
                 throw ProximaError.t1(.transmitFailed, "the card aborted the chain (S(ABORT request))", reader: reader)
             case .supervisory:
                 toSend = try retransmissionRequest(&errors, .otherError, "unexpected \(received)")
@@ -143,7 +163,11 @@ public struct T1Protocol: Sendable {
             case .information(let sequence, let more):
                 if !receiving {
                     guard chunkEnd == apdu.count else {
-                        toSend = try retransmissionRequest(&errors, .otherError, "an I-block in the middle of the host's chain")
+                        toSend = try retransmissionRequest(
+                            &errors,
+                            .otherError,
+                            "an I-block in the middle of the host's chain"
+                        )
                         continue
                     }
                     // The card's I-block acknowledges the host's last one.
@@ -178,7 +202,10 @@ public struct T1Protocol: Sendable {
     }
 
     private func informationBlock(_ apdu: [UInt8], _ range: Range<Int>) -> T1Block {
-        T1Block(kind: .information(sequence: sendSequence, more: range.upperBound < apdu.count), information: Array(apdu[range]))
+        T1Block(
+            kind: .information(sequence: sendSequence, more: range.upperBound < apdu.count),
+            information: Array(apdu[range])
+        )
     }
 
     /// An R-block asking the card for its last block again, or ``Resynchronise`` once that was asked too often.
@@ -199,7 +226,11 @@ public struct T1Protocol: Sendable {
         do {
             try supervisoryExchange(T1Block(kind: .supervisory(.resynchronise, response: false)), over: &link)
         } catch let error as ProximaError {
-            throw ProximaError.t1(.cardTimeout, "\(reason); then resynchronisation failed: \(error.reason)", reader: reader)
+            throw ProximaError.t1(
+                .cardTimeout,
+                "\(reason); then resynchronisation failed: \(error.reason)",
+                reader: reader
+            )
         }
         sendSequence = 0
         receiveSequence = 0
