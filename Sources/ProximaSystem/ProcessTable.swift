@@ -12,6 +12,11 @@ public enum ProcessTable {
         /// `/proc/<pid>/comm`: the executable's name, at most 15 characters.
         public var name: String
         public var description: String { "\(name) (pid \(pid))" }
+
+        public init(pid: Int32, name: String) {
+            self.pid = pid
+            self.name = name
+        }
     }
 
     /// The processes other than this one with a descriptor open on `path` (a device node such as
