@@ -155,8 +155,10 @@ try await withThrowingTaskGroup(of: Void.self) { group in
             raw += try rawBatch(device)
         }
     }
+    let paths = channel.transmitPaths
     await channel.close()
     group.cancelAll()
+    print("  transport APDUs called on the device's thread: \(paths.direct), hopped onto it: \(paths.hopped)")
 
     func microseconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components

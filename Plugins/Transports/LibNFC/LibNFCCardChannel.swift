@@ -23,6 +23,12 @@ public final class LibNFCCardChannel: CardChannel {
     /// pool and the device's thread.
     public var preferredTaskExecutor: (any TaskExecutor)? { device.taskExecutor }
 
+    /// How many APDUs of this device called libnfc on its own thread (the task preferred its executor) and how many
+    /// hopped onto it from elsewhere.
+    package var transmitPaths: (direct: Int, hopped: Int) {
+        (device.directTransmits.load(ordering: .relaxed), device.hoppedTransmits.load(ordering: .relaxed))
+    }
+
     private let device: LibNFCDevice
     private let generation: UInt64
     private let closed = Atomic<Bool>(false)

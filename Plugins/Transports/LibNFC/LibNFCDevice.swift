@@ -44,6 +44,10 @@ final class LibNFCDevice: Sendable {
     /// The queue as a task executor (SE-0417): a tap's body that prefers it runs on the device's thread, and each
     /// transmit then calls libnfc right there instead of hopping onto the queue and back.
     let taskExecutor: LibNFCTaskExecutor
+    /// APDUs that called libnfc right on the device's thread, and those that hopped onto it (for the tests and the
+    /// benchmark: a tap run by the kernel should never hop).
+    let directTransmits = Atomic<Int>(0)
+    let hoppedTransmits = Atomic<Int>(0)
     private let events: AsyncStream<ReaderEvent>.Continuation
 
     /// libnfc's handles; only taken on ``queue``.
@@ -326,8 +330,10 @@ final class LibNFCDevice: Sendable {
     /// (it prefers ``taskExecutor``), else after a hop onto it.
     func transmit(_ command: [UInt8], generation: UInt64) async throws -> ResponseAPDU {
         if taskExecutor.isCurrent {
+            directTransmits.add(1, ordering: .relaxed)
             return try link.withLock { transceive(command, generation: generation, &$0) }.get()
         }
+        hoppedTransmits.add(1, ordering: .relaxed)
         let result = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<ResponseAPDU, ProximaError>, Never>) in
             queue.async {
