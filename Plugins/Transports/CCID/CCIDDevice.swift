@@ -73,8 +73,11 @@ final class CommandTracker: Sendable {
     private struct State {
         var handle: UnsafeSendableDevice?
         var interfaceNumber: Int32 = 0
-        /// The slot of the exchange running, if any.
+        /// The slot of the exchange running, if any, and its token (so a late cancellation of an exchange that ended
+        /// cannot abort the next one).
         var activeSlot: UInt8?
+        var activeToken: UInt64 = 0
+        var lastToken: UInt64 = 0
         var nextSequence: [UInt8: UInt8] = [:]
         var cancelled = false
     }
@@ -89,9 +92,18 @@ final class CommandTracker: Sendable {
         }
     }
 
-    func begin(slot: Int) {
+    /// A token for one exchange, taken before it is queued.
+    func newToken() -> UInt64 {
+        state.withLock { state in
+            state.lastToken += 1
+            return state.lastToken
+        }
+    }
+
+    func begin(slot: Int, token: UInt64) {
         state.withLock {
             $0.activeSlot = UInt8(truncatingIfNeeded: slot)
+            $0.activeToken = token
             $0.cancelled = false
         }
     }
@@ -122,9 +134,10 @@ final class CommandTracker: Sendable {
 
     /// Sends the ABORT request for the exchange running on `slot`, if it still runs; the exchange then sends
     /// PC_to_RDR_Abort with the same `bSeq`.
-    func cancel(slot: Int) {
+    func cancel(slot: Int, token: UInt64) {
         state.withLock { state in
-            guard let handle = state.handle, state.activeSlot == UInt8(truncatingIfNeeded: slot), !state.cancelled,
+            guard let handle = state.handle, state.activeSlot == UInt8(truncatingIfNeeded: slot),
+                state.activeToken == token, !state.cancelled,
                 let sequence = state.nextSequence[UInt8(truncatingIfNeeded: slot)]
             else { return }
             state.cancelled = true
@@ -507,13 +520,14 @@ final class CCIDDevice: Sendable {
     /// One APDU to card presence `generation` of `slot`, on the queue. Cancelling the task aborts the exchange
     /// (the ABORT request from the control queue, then PC_to_RDR_Abort on the queue) and throws `cancelled`.
     func transmit(_ command: [UInt8], slot: Int, generation: UInt64) async throws -> ResponseAPDU {
+        let token = commands.newToken()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation {
                 (continuation: CheckedContinuation<Result<ResponseAPDU, ProximaError>, Never>) in
                 queue.async {
                     continuation.resume(
                         returning: self.link.withLock { link in
-                            self.commands.begin(slot: slot)
+                            self.commands.begin(slot: slot, token: token)
                             defer { self.commands.end() }
                             return self.exchange(command, slot: slot, generation: generation, &link)
                         }
@@ -521,7 +535,7 @@ final class CCIDDevice: Sendable {
                 }
             }
         } onCancel: {
-            controlQueue.async { self.commands.cancel(slot: slot) }
+            controlQueue.async { self.commands.cancel(slot: slot, token: token) }
         }
         return try result.get()
     }
