@@ -92,7 +92,7 @@ let package = Package(
         ),
         .target(
             name: "CCIDTransport",
-            dependencies: ["ProximaCore", "CLibUSB"],
+            dependencies: ["ProximaCore", "ProximaSystem", "CLibUSB"],
             path: "Plugins/Transports/CCID",
             swiftSettings: strict
         ),

@@ -10,22 +10,36 @@
 #include <umockdev.h>
 
 #define MAX_READERS 121
+#define MAX_SLOTS 4
 #define HEADER 10
+
+struct slot {
+    ccid_mock_card_fn card;
+    void *context;
+    int present;
+    int changed;         // a NotifySlotChange with this slot's "changed" bit is due
+    int hold_next;       // the next XfrBlock is only answered when aborted
+    int held;            // an XfrBlock is held; its bSeq:
+    uint8_t held_sequence;
+    int control_abort;   // an ABORT request arrived; its bSeq:
+    uint8_t control_abort_sequence;
+    ccid_mock_slot_stats stats;
+};
 
 struct reader {
     int used;
     char devnode[64];
     char syspath[64];
-    ccid_mock_card_fn card;
-    void *context;
-    int present;
-    int notify_pending;
+    int slot_count;
+    uint32_t features;
+    uint8_t atr[33];
+    size_t atr_length;
+    struct slot slots[MAX_SLOTS];
     int time_extensions;
     int wrong_sequence;
     int slot_error;
     int busy;
     int unplugged;
-    int apdus;
     UMockdevIoctlBase *handler;
     GQueue in_urbs;      // bulk IN urbs waiting for an answer
     GQueue interrupt_urbs;
@@ -64,7 +78,9 @@ static void answer(struct reader *r, uint8_t type, uint8_t slot, uint8_t seq, ui
     g_queue_push_tail(&r->answers, g_bytes_new_take(message, HEADER + length));
 }
 
-static uint8_t icc_status(struct reader *r) { return r->present ? 0x00 : 0x02; }
+static uint8_t icc_status(struct slot *s) { return s->present ? 0x00 : 0x02; }
+
+static int tpdu_level(struct reader *r) { return (r->features & 0x00070000) == 0x00010000; }
 
 static void process(struct reader *r, const uint8_t *message, size_t length) {
     if (length < HEADER) return;
@@ -72,24 +88,46 @@ static void process(struct reader *r, const uint8_t *message, size_t length) {
     size_t data_length = message[1] | message[2] << 8 | message[3] << 16 | (size_t)message[4] << 24;
     if (data_length > length - HEADER) data_length = length - HEADER;
     const uint8_t *data = message + HEADER;
-    static const uint8_t atr[] = {0x3B, 0x80, 0x80, 0x01, 0x01};
+    if (slot >= r->slot_count) {
+        // bError 5: the bSlot field (offset 5) is wrong.
+        answer(r, message[0] == 0x6F || message[0] == 0x62 ? 0x80 : 0x81, slot, seq, 0x42, 0x05, 0, NULL, 0);
+        return;
+    }
+    struct slot *s = &r->slots[slot];
     switch (message[0]) {
     case 0x62:  // IccPowerOn
-        if (r->present)
-            answer(r, 0x80, slot, seq, 0x00, 0, 0, atr, sizeof atr);
+        if (s->present)
+            answer(r, 0x80, slot, seq, 0x00, 0, 0, r->atr, r->atr_length);
         else
             answer(r, 0x80, slot, seq, 0x42, 0xFE, 0, NULL, 0);
         break;
     case 0x63:  // IccPowerOff
-        answer(r, 0x81, slot, seq, r->present ? 0x01 : 0x02, 0, 0, NULL, 0);
+        answer(r, 0x81, slot, seq, s->present ? 0x01 : 0x02, 0, 0, NULL, 0);
         break;
     case 0x65:  // GetSlotStatus
-    case 0x72:  // Abort
-        answer(r, 0x81, slot, seq, icc_status(r), 0, 0, NULL, 0);
+        s->stats.slot_status++;
+        answer(r, 0x81, slot, seq, icc_status(s), 0, 0, NULL, 0);
+        break;
+    case 0x72:  // Abort: answered once the ABORT request with the same bSeq came (CCID §5.3.1)
+        s->stats.bulk_aborts++;
+        if (s->control_abort && s->control_abort_sequence == seq) s->stats.matched_aborts++;
+        s->control_abort = 0;
+        answer(r, 0x81, slot, seq, icc_status(s), 0, 0, NULL, 0);
+        break;
+    case 0x61:  // SetParameters: echoed as RDR_to_PC_Parameters
+        s->stats.set_parameters++;
+        answer(r, 0x82, slot, seq, icc_status(s), 0, message[7], data, data_length);
         break;
     case 0x6F: {  // XfrBlock
-        if (!r->present) {
+        if (!s->present) {
             answer(r, 0x80, slot, seq, 0x42, 0xFE, 0, NULL, 0);
+            break;
+        }
+        if (s->hold_next) {
+            s->hold_next = 0;
+            s->held = 1;
+            s->held_sequence = seq;
+            s->stats.holding = 1;
             break;
         }
         if (r->slot_error >= 0) {
@@ -98,19 +136,41 @@ static void process(struct reader *r, const uint8_t *message, size_t length) {
             break;
         }
         for (; r->time_extensions > 0; r->time_extensions--) answer(r, 0x80, slot, seq, 0x80, 0x01, 0, NULL, 0);
-        uint8_t response[65538];
-        size_t count = r->card ? r->card(r->context, data, data_length, response, sizeof response) : 0;
+        static uint8_t response[65538];
+        size_t count = s->card ? s->card(s->context, data, data_length, response, sizeof response) : 0;
+        s->stats.apdus++;
+        if (tpdu_level(r) && count == 0) {
+            // At the TPDU level a card that sends no block is mute: ICC_MUTE.
+            answer(r, 0x80, slot, seq, 0x40, 0xFE, 0, NULL, 0);
+            break;
+        }
         if (count < 2) {
             response[0] = 0x6F;
             response[1] = 0x00;
             count = 2;
         }
-        r->apdus++;
         answer(r, 0x80, slot, seq, 0x00, 0, 0, response, count);
         break;
     }
     default:
-        answer(r, 0x81, slot, seq, 0x40 | icc_status(r), 0x00, 0, NULL, 0);
+        answer(r, 0x81, slot, seq, 0x40 | icc_status(s), 0x00, 0, NULL, 0);
+    }
+}
+
+/// A control transfer: the class-specific ABORT request (bmRequestType 21, bRequest 01, wValue bSeq << 8 | bSlot)
+/// answers a held XfrBlock with CMD_ABORTED; anything else is accepted with no data.
+static void control(struct reader *r, const uint8_t *setup) {
+    if (setup[0] != 0x21 || setup[1] != 0x01) return;
+    uint8_t slot = setup[2], seq = setup[3];
+    if (slot >= r->slot_count) return;
+    struct slot *s = &r->slots[slot];
+    s->stats.control_aborts++;
+    s->control_abort = 1;
+    s->control_abort_sequence = seq;
+    if (s->held) {
+        s->held = 0;
+        s->stats.holding = 0;
+        answer(r, 0x80, slot, s->held_sequence, 0x40 | icc_status(s), 0xFF, 0, NULL, 0);
     }
 }
 
@@ -129,14 +189,20 @@ static void match(struct reader *r) {
         g_bytes_unref(bytes);
         g_queue_push_tail(&r->completed, urb_data);
     }
-    if (r->notify_pending && !g_queue_is_empty(&r->interrupt_urbs)) {
+    int pending = 0;
+    for (int i = 0; i < r->slot_count; i++) pending |= r->slots[i].changed;
+    if (pending && !g_queue_is_empty(&r->interrupt_urbs)) {
+        // RDR_to_PC_NotifySlotChange: two bits per slot, "present" then "changed", slot 0 lowest (CCID §6.3.1).
         UMockdevIoctlData *urb_data = g_queue_pop_head(&r->interrupt_urbs);
         struct usbdevfs_urb *urb = (struct usbdevfs_urb *)urb_data->data;
-        uint8_t notify[2] = {0x50, (uint8_t)(0x02 | (r->present ? 0x01 : 0x00))};
+        uint8_t notify[2] = {0x50, 0};
+        for (int i = 0; i < r->slot_count; i++) {
+            notify[1] |= (uint8_t)(((r->slots[i].present ? 1 : 0) | (r->slots[i].changed ? 2 : 0)) << (2 * i));
+            r->slots[i].changed = 0;
+        }
         memcpy(urb->buffer, notify, 2);
         urb->actual_length = 2;
         urb->status = 0;
-        r->notify_pending = 0;
         g_queue_push_tail(&r->completed, urb_data);
     }
 }
@@ -183,7 +249,12 @@ static gboolean handle_ioctl(UMockdevIoctlBase *handler, UMockdevIoctlClient *cl
         struct usbdevfs_urb *urb = (struct usbdevfs_urb *)urb_data->data;
         g_autoptr(UMockdevIoctlData) buffer = umockdev_ioctl_data_resolve(
             urb_data, G_STRUCT_OFFSET(struct usbdevfs_urb, buffer), urb->buffer_length, NULL);
-        if (urb->endpoint == 0x01) {
+        if (urb->endpoint == 0x00 && urb->buffer_length >= 8) {
+            control(r, buffer->data);
+            urb->actual_length = 0;
+            urb->status = 0;
+            g_queue_push_tail(&r->completed, urb_data);
+        } else if (urb->endpoint == 0x01) {
             process(r, buffer->data, urb->buffer_length);
             urb->actual_length = urb->buffer_length;
             urb->status = 0;
@@ -261,13 +332,21 @@ void ccid_mock_free(ccid_mock *mock) {
     g_free(mock);
 }
 
-int ccid_mock_add_reader(ccid_mock *mock, int index, ccid_mock_card_fn card, void *context, int card_present) {
+int ccid_mock_add_reader_with(ccid_mock *mock, int index, const ccid_mock_reader_options *options) {
     if (index < 1 || index >= MAX_READERS || mock->readers[index].used) return -1;
+    if (options->slots < 1 || options->slots > MAX_SLOTS || options->atr_length > 33) return -1;
     struct reader *r = &mock->readers[index];
     r->used = 1;
-    r->card = card;
-    r->context = context;
-    r->present = card_present;
+    r->slot_count = options->slots;
+    r->features = options->features ? options->features : 0x000400FE;
+    static const uint8_t pseudo_atr[] = {0x3B, 0x80, 0x80, 0x01, 0x01};
+    if (options->atr && options->atr_length) {
+        memcpy(r->atr, options->atr, options->atr_length);
+        r->atr_length = options->atr_length;
+    } else {
+        memcpy(r->atr, pseudo_atr, sizeof pseudo_atr);
+        r->atr_length = sizeof pseudo_atr;
+    }
     r->slot_error = -1;
     g_queue_init(&r->in_urbs);
     g_queue_init(&r->interrupt_urbs);
@@ -278,6 +357,30 @@ int ccid_mock_add_reader(ccid_mock *mock, int index, ccid_mock_card_fn card, voi
     r->handler = umockdev_ioctl_base_new();
     g_signal_connect(r->handler, "handle-ioctl", G_CALLBACK(handle_ioctl), r);
     if (!umockdev_testbed_attach_ioctl(mock->testbed, r->devnode, r->handler, NULL)) return -1;
+    // Device, configuration, interface (class 0B), the 54-byte CCID class descriptor, bulk OUT 01, bulk IN 82,
+    // interrupt IN 83.
+    static const char *template =
+        "12010002000000400912"
+        "1dcc0001010203010902"
+        "5d000101008032090400"
+        "00030b00000036211001"
+        "000703000000a00f0000"
+        "a00f0000008025000000"
+        "b0040000fe0000000000"
+        "000000000000fe000400"
+        "0f010000ffff00000001"
+        "07050102400000070582"
+        "02400000070583030800"
+        "10";
+    char descriptors[sizeof "12010002000000400912" * 12];
+    snprintf(descriptors, sizeof descriptors, "%s", template);
+    // bMaxSlotIndex at byte 36 + 4, dwFeatures (little-endian) at byte 36 + 40.
+    snprintf(descriptors + 2 * 40, 3, "%02x", options->slots - 1);
+    descriptors[2 * 40 + 2] = template[2 * 40 + 2];
+    char features[9];
+    snprintf(features, sizeof features, "%02x%02x%02x%02x", r->features & 0xFF, (r->features >> 8) & 0xFF,
+             (r->features >> 16) & 0xFF, (r->features >> 24) & 0xFF);
+    memcpy(descriptors + 2 * 76, features, 8);
     char description[2048];
     snprintf(description, sizeof description,
              "P: /devices/usb%d\n"
@@ -292,28 +395,64 @@ int ccid_mock_add_reader(ccid_mock *mock, int index, ccid_mock_card_fn card, voi
              "A: bConfigurationValue=1\\n\n"
              "A: speed=12\\n\n"
              "A: serial=PXM%d\\n\n"
-             "H: descriptors="
-             "12010002000000400912"
-             "1dcc0001010203010902"
-             "5d000101008032090400"
-             "00030b00000036211001"
-             "000703000000a00f0000"
-             "a00f0000008025000000"
-             "b0040000fe0000000000"
-             "000000000000fe000400"
-             "0f010000ffff00000001"
-             "07050102400000070582"
-             "02400000070583030800"
-             "10\n",
-             index, index, index, index, index, index);
+             "H: descriptors=%s\n",
+             index, index, index, index, index, index, descriptors);
     return umockdev_testbed_add_from_string(mock->testbed, description, NULL) ? 0 : -1;
 }
 
-void ccid_mock_set_card_present(ccid_mock *mock, int index, int present) {
+int ccid_mock_add_reader(ccid_mock *mock, int index, ccid_mock_card_fn card, void *context, int card_present) {
+    ccid_mock_reader_options options = {.slots = 1};
+    if (ccid_mock_add_reader_with(mock, index, &options) != 0) return -1;
+    ccid_mock_set_slot_card(mock, index, 0, card, context, card_present);
+    return 0;
+}
+
+static struct reader *reader_at(ccid_mock *mock, int index) {
+    if (index < 1 || index >= MAX_READERS || !mock->readers[index].used) return NULL;
+    return &mock->readers[index];
+}
+
+void ccid_mock_set_slot_card(ccid_mock *mock, int index, int slot, ccid_mock_card_fn card, void *context,
+                             int present) {
     g_mutex_lock(&mock->lock);
-    mock->readers[index].present = present;
-    mock->readers[index].notify_pending = 1;
+    struct reader *r = reader_at(mock, index);
+    if (r && slot >= 0 && slot < r->slot_count) {
+        r->slots[slot].card = card;
+        r->slots[slot].context = context;
+        r->slots[slot].present = present;
+    }
     g_mutex_unlock(&mock->lock);
+}
+
+void ccid_mock_set_slot_present(ccid_mock *mock, int index, int slot, int present) {
+    g_mutex_lock(&mock->lock);
+    struct reader *r = reader_at(mock, index);
+    if (r && slot >= 0 && slot < r->slot_count) {
+        r->slots[slot].present = present;
+        r->slots[slot].changed = 1;
+        match(r);
+    }
+    g_mutex_unlock(&mock->lock);
+}
+
+void ccid_mock_hold_next_answer(ccid_mock *mock, int index, int slot) {
+    g_mutex_lock(&mock->lock);
+    struct reader *r = reader_at(mock, index);
+    if (r && slot >= 0 && slot < r->slot_count) r->slots[slot].hold_next = 1;
+    g_mutex_unlock(&mock->lock);
+}
+
+ccid_mock_slot_stats ccid_mock_stats(ccid_mock *mock, int index, int slot) {
+    ccid_mock_slot_stats stats = {0};
+    g_mutex_lock(&mock->lock);
+    struct reader *r = reader_at(mock, index);
+    if (r && slot >= 0 && slot < r->slot_count) stats = r->slots[slot].stats;
+    g_mutex_unlock(&mock->lock);
+    return stats;
+}
+
+void ccid_mock_set_card_present(ccid_mock *mock, int index, int present) {
+    ccid_mock_set_slot_present(mock, index, 0, present);
 }
 
 void ccid_mock_time_extensions(ccid_mock *mock, int index, int count) {
@@ -347,6 +486,10 @@ void ccid_mock_unplug(ccid_mock *mock, int index) {
     umockdev_testbed_uevent(mock->testbed, mock->readers[index].syspath, "remove");
 }
 
+void ccid_mock_announce(ccid_mock *mock, int index) {
+    umockdev_testbed_uevent(mock->testbed, mock->readers[index].syspath, "add");
+}
+
 void ccid_mock_replug(ccid_mock *mock, int index) {
     g_mutex_lock(&mock->lock);
     struct reader *r = &mock->readers[index];
@@ -357,8 +500,10 @@ void ccid_mock_replug(ccid_mock *mock, int index) {
 }
 
 int ccid_mock_apdu_count(ccid_mock *mock, int index) {
+    int count = 0;
     g_mutex_lock(&mock->lock);
-    int count = mock->readers[index].apdus;
+    struct reader *r = reader_at(mock, index);
+    for (int i = 0; r && i < r->slot_count; i++) count += r->slots[i].stats.apdus;
     g_mutex_unlock(&mock->lock);
     return count;
 }

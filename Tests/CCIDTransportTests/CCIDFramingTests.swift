@@ -6,8 +6,12 @@ import Testing
 struct ScriptedPipe: CCIDBulkPipe {
     var answers: [[UInt8]]
     var written: [[UInt8]] = []
+    /// The (slot, bSeq) of each ABORT request on the control pipe.
+    var abortRequests: [(UInt8, UInt8)] = []
 
     mutating func write(_ message: [UInt8]) throws { written.append(message) }
+
+    mutating func sendAbortRequest(slot: UInt8, sequence: UInt8) throws { abortRequests.append((slot, sequence)) }
 
     mutating func read() throws -> [UInt8] {
         guard !answers.isEmpty else { throw ProximaError(.cardTimeout, "the scripted reader has no more answers") }
@@ -210,12 +214,62 @@ func classDescriptor(features: UInt32, maximumMessageLength: UInt32 = 271, maxim
         #expect(pipe.written.map { $0.count - 10 } == [64, 64, 29, 0])
     }
 
-    @Test("character- and TPDU-level readers are refused with unsupported")
+    @Test("character-level readers are refused with unsupported")
     func unsupportedLevels() throws {
-        let tpdu = try CCIDClassDescriptor(extra: classDescriptor(features: 0x0001_0030))
-        var exchange = CCIDSlotExchange(slot: 0, descriptor: tpdu, readerName: "test reader")
+        let character = try CCIDClassDescriptor(extra: classDescriptor(features: 0x0000_0030))
+        var exchange = CCIDSlotExchange(slot: 0, descriptor: character, readerName: "test reader")
         var pipe = ScriptedPipe(answers: [])
         #expect(throws: ProximaError(.unsupported)) { try exchange.transmit([0x00, 0xA4, 0x04, 0x00], over: &pipe) }
         #expect(pipe.written.isEmpty)
+    }
+
+    @Test(
+        "Abort: the ABORT request names slot and the next bSeq, PC_to_RDR_Abort carries it, the late answer is skipped"
+    )
+    func abort() throws {
+        var pipe = ScriptedPipe(answers: [
+            // The aborted XfrBlock (bSeq 4) answers CMD_ABORTED late; then the Abort's SlotStatus (bSeq 5).
+            answer(0x80, slot: 1, sequence: 4, status: 0x40, error: 0xFF),
+            answer(0x81, slot: 1, sequence: 5),
+        ])
+        var exchange = CCIDSlotExchange(
+            slot: 1,
+            descriptor: Self.extendedLevel,
+            readerName: "test reader",
+            firstSequence: 5
+        )
+        try exchange.abort(over: &pipe)
+        #expect(pipe.abortRequests.map { [$0.0, $0.1] } == [[1, 5]])
+        #expect(pipe.written == [[0x72, 0, 0, 0, 0, 0x01, 0x05, 0, 0, 0]])
+        #expect(exchange.sequence == 6)
+        // A cancellation sent the ABORT request already: only PC_to_RDR_Abort goes.
+        var second = ScriptedPipe(answers: [answer(0x81, slot: 1, sequence: 6)])
+        try exchange.abort(controlRequestSent: true, over: &second)
+        #expect(second.abortRequests.isEmpty)
+        #expect(second.written.count == 1)
+    }
+
+    @Test("TPDU level: IccPowerOn, SetParameters T=1 from the ATR, S(IFS request) in an XfrBlock, then T=1 per APDU")
+    func tpduLevel() throws {
+        let tpdu = try CCIDClassDescriptor(extra: classDescriptor(features: 0x0001_00BA))
+        let atr = hex("3B 80 80 11 10 01")
+        var pipe = ScriptedPipe(answers: [
+            answer(0x80, sequence: 0, data: atr),
+            answer(0x82, sequence: 1, parameter: 1),
+            answer(0x80, sequence: 2, data: hex("00 E1 01 FE 1E")),
+            answer(0x80, sequence: 3, data: hex("00 00 02 90 00 92")),
+        ])
+        var exchange = CCIDSlotExchange(slot: 0, descriptor: tpdu, readerName: "test reader")
+        #expect(try exchange.powerOn(over: &pipe) == atr)
+        #expect(try exchange.transmit(hex("00 A4 04 00 02 3F 00"), over: &pipe) == [0x90, 0x00])
+        #expect(pipe.written.map { $0[0] } == [0x62, 0x61, 0x6F, 0x6F])
+        // bProtocolNum 1; bmFindexDindex 11, bmTCCKST1 10 (LRC), guard 0, BWI/CWI 4D, clock stop 0, IFSC 16, NAD 0.
+        #expect(pipe.written[1] == [0x61, 7, 0, 0, 0, 0, 1, 1, 0, 0, 0x11, 0x10, 0x00, 0x4D, 0x00, 0x10, 0x00])
+        #expect(Array(pipe.written[2].dropFirst(10)) == hex("00 C1 01 FE 3E"))
+        #expect(Array(pipe.written[3].dropFirst(10)) == hex("00 00 07 00 A4 04 00 02 3F 00 9A"))
+        #expect(exchange.t1?.sendSequence == 1)
+        // A T=0-only card cannot be used at the TPDU level.
+        var t0 = ScriptedPipe(answers: [answer(0x80, sequence: 4, data: hex("3B 02 14 50"))])
+        #expect(throws: ProximaError(.unsupported)) { try exchange.powerOn(over: &t0) }
     }
 }

@@ -67,6 +67,30 @@ struct LibNFCLiveTests {
         #expect(host.apduCount == 1)
     }
 
+    @Test("a task preferring the channel's executor (as the kernel runs a tap) calls libnfc without a hop; others hop")
+    func transmitOnDeviceThread() async throws {
+        let host = try startedHost(try loadCard("pay-visa-qvsdc.json"))
+        defer { host.stop() }
+        let nfc = transport(for: [host])
+        let reader = nfc.readerID(forConnstring: host.connstring)
+        try await withTransport(nfc) { log in
+            try await log.wait(for: "card present") { $0 == .cardPresent(reader) }
+            let channel = try await nfc.openChannel(to: reader)
+            #expect(channel.preferredTaskExecutor != nil)
+            #expect(try await channel.transmit(selectPPSE).status == .success)
+            let statuses = try await withTaskExecutorPreference(channel.preferredTaskExecutor) {
+                var statuses: [StatusWord] = []
+                for _ in 0..<3 { statuses.append(try await channel.transmit(selectPPSE).status) }
+                return statuses
+            }
+            #expect(statuses == [.success, .success, .success])
+            #expect(channel.transmitPaths.direct == 3)
+            #expect(channel.transmitPaths.hopped == 1)
+            await channel.close()
+        }
+        #expect(host.apduCount == 4)
+    }
+
     @Test("an ISO 14443-B card is found by Type B polling, its PUPI as UID")
     func typeBCard() async throws {
         let card = ScriptedCard(

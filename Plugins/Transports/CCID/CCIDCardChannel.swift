@@ -26,7 +26,12 @@ public final class CCIDCardChannel: CardChannel {
         technology = PseudoATRTechnology.technology(forATR: card.atr)
         supportsExtendedLength = device.descriptor.exchangeLevel == .extendedAPDU
         maximumCommandLength =
-            supportsExtendedLength ? 65_544 : min(261, device.descriptor.maximumMessageLength - CCID.headerLength)
+            switch device.descriptor.exchangeLevel {
+            case .extendedAPDU: 65_544
+            // T=1 chains an APDU over as many blocks as it needs.
+            case .tpdu: 261
+            case .shortAPDU, .character: min(261, device.descriptor.maximumMessageLength - CCID.headerLength)
+            }
     }
 
     deinit {

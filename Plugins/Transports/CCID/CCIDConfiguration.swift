@@ -11,7 +11,8 @@ public import ProximaCore
 ///   default 100.
 /// - `transferTimeoutMs`: how long one bulk transfer may take (a card's answer, time extensions aside). 10…60,000;
 ///   default 5,000.
-/// - `rescanPeriodMs`: how often the USB device list is read again for readers plugged in (or back in) since.
+/// - `rescanPeriodMs`: how often the USB device list is read again for readers plugged in (or back in) since, beside
+///   libusb's hotplug callbacks, which find them at once where udev delivers events (not in a container without udevd).
 ///   100…60,000; default 1,000.
 /// - `readerIDPrefix`: reader ids are this prefix and the reader name; default the plugin id and `/`.
 public struct CCIDConfiguration: Hashable, Sendable {

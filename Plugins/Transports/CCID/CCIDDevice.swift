@@ -1,18 +1,23 @@
 internal import CLibUSB
 internal import Dispatch
 internal import ProximaCore
+internal import ProximaSystem
 internal import Synchronization
 
 /// The bulk pipes of a claimed CCID interface through libusb's synchronous transfers; blocking, so only used on the
 /// device's queue.
 struct LibUSBPipe: CCIDBulkPipe {
     let handle: OpaquePointer
+    let interfaceNumber: Int32
     let bulkOut: UInt8
     let bulkIn: UInt8
     let timeoutMilliseconds: UInt32
+    let commands: CommandTracker
     var buffer: [UInt8]
 
     mutating func write(_ message: [UInt8]) throws {
+        // Once an exchange was cancelled, only PC_to_RDR_Abort goes out (its bSeq is the one the ABORT request named).
+        try commands.willWrite(message)
         var message = message
         var transferred: Int32 = 0
         let status = message.withUnsafeMutableBufferPointer { bytes in
@@ -37,6 +42,112 @@ struct LibUSBPipe: CCIDBulkPipe {
         }
         guard status == 0 else { throw LibUSBStatus(rawValue: status) }
         return Array(buffer.prefix(Int(max(0, transferred))))
+    }
+
+    func sendAbortRequest(slot: UInt8, sequence: UInt8) throws {
+        try LibUSBPipe.sendAbortRequest(handle, interfaceNumber, slot: slot, sequence: sequence)
+    }
+
+    /// The class-specific ABORT request (CCID Rev 1.1 §5.3.1) on the control pipe, 1 s at most.
+    static func sendAbortRequest(_ handle: OpaquePointer, _ interfaceNumber: Int32, slot: UInt8, sequence: UInt8) throws
+    {
+        let status = libusb_control_transfer(
+            handle,
+            0x21,
+            0x01,
+            UInt16(sequence) << 8 | UInt16(slot),
+            UInt16(truncatingIfNeeded: interfaceNumber),
+            nil,
+            0,
+            1000
+        )
+        guard status >= 0 else { throw LibUSBStatus(rawValue: status) }
+    }
+}
+
+/// Which command is on the wire, so a cancellation on another thread can abort it (CCID §5.3.1): the slot, the
+/// `bSeq` the abort will carry (the last one written, plus one), whether the ABORT request was sent. Its state sits
+/// behind a `Mutex`, with the interface's handle while it is open: ``CCIDDevice`` clears it under the lock before
+/// closing, so a control transfer never runs on a closed handle.
+final class CommandTracker: Sendable {
+    private struct State {
+        var handle: UnsafeSendableDevice?
+        var interfaceNumber: Int32 = 0
+        /// The slot of the exchange running, if any, and its token (so a late cancellation of an exchange that ended
+        /// cannot abort the next one).
+        var activeSlot: UInt8?
+        var activeToken: UInt64 = 0
+        var lastToken: UInt64 = 0
+        var nextSequence: [UInt8: UInt8] = [:]
+        var cancelled = false
+    }
+
+    private let state = Mutex(State())
+
+    func opened(_ handle: OpaquePointer?, interfaceNumber: Int32) {
+        state.withLock {
+            $0.handle = handle.map(UnsafeSendableDevice.init(pointer:))
+            $0.interfaceNumber = interfaceNumber
+            $0.nextSequence = [:]
+        }
+    }
+
+    /// A token for one exchange, taken before it is queued.
+    func newToken() -> UInt64 {
+        state.withLock { state in
+            state.lastToken += 1
+            return state.lastToken
+        }
+    }
+
+    func begin(slot: Int, token: UInt64) {
+        state.withLock {
+            $0.activeSlot = UInt8(truncatingIfNeeded: slot)
+            $0.activeToken = token
+            $0.cancelled = false
+        }
+    }
+
+    /// Ends the exchange; returns whether it was cancelled (the ABORT request then went out).
+    @discardableResult
+    func end() -> Bool {
+        state.withLock { state in
+            defer {
+                state.activeSlot = nil
+                state.cancelled = false
+            }
+            return state.cancelled
+        }
+    }
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    func willWrite(_ message: [UInt8]) throws {
+        guard message.count >= CCID.headerLength else { return }
+        try state.withLock { state in
+            if state.cancelled && message[0] != CCID.Command.abort.rawValue {
+                throw ProximaError(.cancelled, "the exchange on slot \(message[5]) was cancelled")
+            }
+            state.nextSequence[message[5]] = message[6] &+ 1
+        }
+    }
+
+    /// Sends the ABORT request for the exchange running on `slot`, if it still runs; the exchange then sends
+    /// PC_to_RDR_Abort with the same `bSeq`.
+    func cancel(slot: Int, token: UInt64) {
+        state.withLock { state in
+            guard let handle = state.handle, state.activeSlot == UInt8(truncatingIfNeeded: slot),
+                state.activeToken == token, !state.cancelled,
+                let sequence = state.nextSequence[UInt8(truncatingIfNeeded: slot)]
+            else { return }
+            state.cancelled = true
+            try? LibUSBPipe.sendAbortRequest(
+                handle.pointer,
+                state.interfaceNumber,
+                slot: UInt8(truncatingIfNeeded: slot),
+                sequence: sequence
+            )
+        }
     }
 }
 
@@ -97,6 +208,9 @@ final class CCIDDevice: Sendable {
 
     private let link: Mutex<Link>
     private let shared: Mutex<Shared>
+    private let commands = CommandTracker()
+    /// Where a cancellation sends the ABORT request: not the device's queue, which waits in the transfer.
+    private let controlQueue: DispatchQueue
 
     init(
         name: String,
@@ -121,6 +235,7 @@ final class CCIDDevice: Sendable {
         self.configuration = configuration
         self.events = events
         queue = DispatchQueue(label: "ccid:\(name)", qos: .userInitiated)
+        controlQueue = DispatchQueue(label: "ccid-control:\(name)", qos: .userInitiated)
         let exchanges = slotReaders.indices.map { index in
             CCIDSlotExchange(
                 slot: UInt8(index),
@@ -161,6 +276,7 @@ final class CCIDDevice: Sendable {
         // The watcher's transfer uses the handle: it ends first.
         link.watcher?.stop()
         link.watcher = nil
+        commands.opened(nil, interfaceNumber: interfaceNumber)
         if let handle = link.handle {
             _ = libusb_release_interface(handle, interfaceNumber)
             libusb_close(handle)
@@ -180,7 +296,8 @@ final class CCIDDevice: Sendable {
         }
     }
 
-    private func step(_ link: inout Link) -> Duration {
+    /// Opens the reader if it is closed, then looks at `slots` (all of them when `nil`).
+    private func step(_ link: inout Link, slots: [Int]? = nil) -> Duration {
         if link.pipe == nil {
             if let (failure, code) = open(&link) { return failed(&link, failure, code: code) }
             link.reopenDelay = Self.minimumReopenDelay
@@ -190,7 +307,7 @@ final class CCIDDevice: Sendable {
             }
             if recovered { for reader in slotReaders { events.yield(.recovered(reader)) } }
         }
-        for slot in slotReaders.indices {
+        for slot in slots ?? Array(slotReaders.indices) where slotReaders.indices.contains(slot) {
             let (inUse, hasCard) = shared.withLock { ($0.slots[slot].inUse, $0.slots[slot].card != nil) }
             if inUse { continue }
             do {
@@ -213,12 +330,12 @@ final class CCIDDevice: Sendable {
         return configuration.pollPeriod
     }
 
-    /// A NotifySlotChange arrived: look at the slots now rather than at the next poll.
-    private func slotsChanged() {
+    /// A NotifySlotChange arrived: look at the slots whose bit says "changed" now rather than at the next poll.
+    private func slotsChanged(_ slots: [Int]) {
         guard !shared.withLock({ $0.stopped || $0.vanished }) else { return }
         link.withLock { link in
             guard link.pipe != nil else { return }
-            _ = step(&link)
+            _ = step(&link, slots: slots)
         }
     }
 
@@ -238,6 +355,16 @@ final class CCIDDevice: Sendable {
         return try body(&exchange, &pipe)
     }
 
+    /// The usbfs node of the device, `/dev/bus/usb/BBB/DDD`, which a process holding the reader has open.
+    var devicePath: String {
+        func digits(_ value: UInt8) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, 3 - text.count)) + text
+        }
+        return
+            "/dev/bus/usb/\(digits(libusb_get_bus_number(device.pointer)))/\(digits(libusb_get_device_address(device.pointer)))"
+    }
+
     /// Opens the device and claims the interface; returns why not, or `nil`.
     private func open(_ link: inout Link) -> (String, ProximaError.Code)? {
         var handle: OpaquePointer? = nil
@@ -247,18 +374,26 @@ final class CCIDDevice: Sendable {
         guard claimed == .success else {
             libusb_close(handle)
             if claimed == .busy {
-                let reason = "libusb_claim_interface failed with \(claimed): another driver or process holds the reader"
-                return (reason + " (pcscd's libccid, or a second Proxima?)", .readerBusy)
+                let node = devicePath
+                let holders = ProcessTable.holders(of: node)
+                let holder =
+                    holders.isEmpty
+                    ? "another driver or process holds the reader (pcscd's libccid, or a second Proxima?)"
+                    : "held by " + holders.map(\.description).joined(separator: ", ")
+                return ("libusb_claim_interface on \(node) failed with \(claimed): \(holder)", .readerBusy)
             }
             return ("libusb_claim_interface failed with \(claimed)", .readerFaulted)
         }
         link.handle = handle
+        commands.opened(handle, interfaceNumber: interfaceNumber)
         let (seconds, attoseconds) = configuration.transferTimeout.components
         link.pipe = LibUSBPipe(
             handle: handle,
+            interfaceNumber: interfaceNumber,
             bulkOut: bulkOut,
             bulkIn: bulkIn,
             timeoutMilliseconds: UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000),
+            commands: commands,
             buffer: [UInt8](repeating: 0, count: max(descriptor.maximumMessageLength, 271))
         )
         if let interruptIn {
@@ -267,9 +402,9 @@ final class CCIDDevice: Sendable {
                 endpoint: interruptIn,
                 slots: slotReaders.count,
                 label: "ccid-interrupt:\(name)"
-            ) { [weak self] in
+            ) { [weak self] slots in
                 guard let self else { return }
-                self.queue.async { self.slotsChanged() }
+                self.queue.async { self.slotsChanged(slots) }
             }
             watcher.start()
             link.watcher = watcher
@@ -382,17 +517,53 @@ final class CCIDDevice: Sendable {
         if let (waiter, card) = handover { waiter.resume(returning: card) }
     }
 
-    /// One APDU to card presence `generation` of `slot`, on the queue.
+    /// One APDU to card presence `generation` of `slot`, on the queue. Cancelling the task aborts the exchange
+    /// (the ABORT request from the control queue, then PC_to_RDR_Abort on the queue) and throws `cancelled`.
     func transmit(_ command: [UInt8], slot: Int, generation: UInt64) async throws -> ResponseAPDU {
-        let result = await withCheckedContinuation {
-            (continuation: CheckedContinuation<Result<ResponseAPDU, ProximaError>, Never>) in
-            queue.async {
-                continuation.resume(
-                    returning: self.link.withLock { self.exchange(command, slot: slot, generation: generation, &$0) }
-                )
+        let token = commands.newToken()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<ResponseAPDU, ProximaError>, Never>) in
+                queue.async {
+                    continuation.resume(
+                        returning: self.link.withLock { link in
+                            self.commands.begin(slot: slot, token: token)
+                            defer { self.commands.end() }
+                            return self.exchange(command, slot: slot, generation: generation, &link)
+                        }
+                    )
+                }
             }
+        } onCancel: {
+            controlQueue.async { self.commands.cancel(slot: slot, token: token) }
         }
         return try result.get()
+    }
+
+    /// PC_to_RDR_Abort (after the ABORT request, unless a cancellation sent it) once an exchange timed out or was
+    /// cancelled; a reader that cannot abort is closed and reopened.
+    private func abort(_ link: inout Link, slot: Int, after step: String) -> ProximaError? {
+        let controlRequestSent = commands.isCancelled
+        do {
+            try withSlot(&link, slot) { exchange, pipe in
+                try exchange.abort(controlRequestSent: controlRequestSent, over: &pipe)
+            }
+            return nil
+        } catch let status as LibUSBStatus {
+            _ = linkFailed(&link, status, step: "PC_to_RDR_Abort after \(step)")
+            return ProximaError(
+                status == .noDevice ? .readerVanished : .readerFaulted,
+                "PC_to_RDR_Abort after \(step) on \(name) failed with \(status)",
+                reader: slotReaders[slot]
+            )
+        } catch {
+            _ = failed(&link, "PC_to_RDR_Abort after \(step) failed: \(error)")
+            return ProximaError(
+                .readerFaulted,
+                "PC_to_RDR_Abort after \(step) on \(name) failed: \(error)",
+                reader: slotReaders[slot]
+            )
+        }
     }
 
     private func exchange(_ command: [UInt8], slot: Int, generation: UInt64, _ link: inout Link) -> Result<
@@ -424,7 +595,19 @@ final class CCIDDevice: Sendable {
             )
         } catch let status as LibUSBStatus {
             if status == .timeout {
-                return .failure(ProximaError(.cardTimeout, "XfrBlock on \(name) timed out (\(status))", reader: reader))
+                if let failure = abort(&link, slot: slot, after: "a timed-out XfrBlock") { return .failure(failure) }
+                if commands.isCancelled {
+                    return .failure(
+                        ProximaError(.cancelled, "the APDU on \(name) was cancelled (aborted)", reader: reader)
+                    )
+                }
+                return .failure(
+                    ProximaError(
+                        .cardTimeout,
+                        "XfrBlock on \(name) timed out (\(status)); the command was aborted (PC_to_RDR_Abort)",
+                        reader: reader
+                    )
+                )
             }
             _ = linkFailed(&link, status, step: "XfrBlock")
             return .failure(
@@ -435,6 +618,10 @@ final class CCIDDevice: Sendable {
                 )
             )
         } catch let error as ProximaError {
+            if commands.isCancelled {
+                if let failure = abort(&link, slot: slot, after: "a cancelled XfrBlock") { return .failure(failure) }
+                return .failure(ProximaError(.cancelled, "the APDU on \(name) was cancelled (aborted)", reader: reader))
+            }
             if error.code == .cardRemoved { cardLeft(slot: slot) }
             return .failure(error.at(reader: reader))
         } catch {
@@ -444,17 +631,24 @@ final class CCIDDevice: Sendable {
 }
 
 /// Waits for RDR_to_PC_NotifySlotChange on a reader's interrupt endpoint, on a queue of its own (the transfer blocks),
-/// in 200 ms slices so ``stop()`` takes effect; calls `changed` when a slot's card came or went.
+/// in 200 ms slices so ``stop()`` takes effect; calls `changed` with the slots whose "changed" bit is set (each slot
+/// has its own bit pair, §6.3.1), so a card in one slot of a multi-slot reader does not make the others be asked.
 final class SlotChangeWatcher: Sendable {
     private let handle: UnsafeSendableDevice
     private let endpoint: UInt8
     private let slots: Int
     private let queue: DispatchQueue
-    private let changed: @Sendable () -> Void
+    private let changed: @Sendable ([Int]) -> Void
     private let stopped = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(handle: OpaquePointer, endpoint: UInt8, slots: Int, label: String, changed: @escaping @Sendable () -> Void) {
+    init(
+        handle: OpaquePointer,
+        endpoint: UInt8,
+        slots: Int,
+        label: String,
+        changed: @escaping @Sendable ([Int]) -> Void
+    ) {
         self.handle = UnsafeSendableDevice(pointer: handle)
         self.endpoint = endpoint
         self.slots = slots
@@ -480,8 +674,9 @@ final class SlotChangeWatcher: Sendable {
                 if status == LibUSBStatus.timeout.rawValue { continue }
                 guard status == 0 else { break }
                 let message = Array(buffer.prefix(Int(max(0, transferred))))
-                if let change = try? CCIDSlotChange(bytes: message, slots: slots), change.changed.contains(true) {
-                    changed()
+                if let change = try? CCIDSlotChange(bytes: message, slots: slots) {
+                    let slots = change.changed.indices.filter { change.changed[$0] }
+                    if !slots.isEmpty { changed(slots) }
                 }
             }
             finished.signal()

@@ -7,6 +7,9 @@ public protocol CCIDBulkPipe {
     mutating func write(_ message: [UInt8]) throws
     /// Receives one RDR_to_PC message (bulk IN).
     mutating func read() throws -> [UInt8]
+    /// Sends the class-specific ABORT request on the control pipe (CCID Rev 1.1 §5.3.1: `bmRequestType` 21,
+    /// `bRequest` 01, `wValue` = `bSeq` << 8 | `bSlot`), which must precede PC_to_RDR_Abort with the same `bSeq`.
+    mutating func sendAbortRequest(slot: UInt8, sequence: UInt8) throws
 }
 
 /// The command/response rules of one CCID slot (CCID Rev 1.1 §6), over any ``CCIDBulkPipe``:
@@ -19,7 +22,12 @@ public protocol CCIDBulkPipe {
 /// - a failed command (`bmCommandStatus` 1) throws with its `bError` named (``CCIDSlotError``), `cardRemoved` when
 ///   the slot reports no card;
 /// - APDUs go as one XfrBlock at the short-APDU level and are chained (`wLevelParameter`, `bChainParameter`) at the
-///   extended level; the character and TPDU levels are refused (`unsupported`).
+///   extended level; at the TPDU level the host speaks T=1 (``T1Protocol``: one block per XfrBlock, after
+///   ``powerOn(over:)`` has set the T=1 parameters and negotiated the IFSD); the character level and T=0 cards are
+///   refused (`unsupported`);
+/// - ``abort(controlRequestSent:over:)`` stops a command that takes too long (CCID §5.3.1, §6.1.13): the ABORT
+///   request on the control pipe, then PC_to_RDR_Abort with the same `bSeq`; the aborted command's late answer is
+///   skipped as stale.
 public struct CCIDSlotExchange: Sendable {
     public static let maximumTimeExtensions = 64
     public static let maximumStaleAnswers = 3
@@ -33,6 +41,8 @@ public struct CCIDSlotExchange: Sendable {
     /// A name for errors (`ACS ACR1252 slot 0`), never card data.
     public let readerName: String
     public let reader: ReaderID?
+    /// The T=1 state of the powered card at the TPDU level; `nil` otherwise.
+    public private(set) var t1: T1Protocol?
 
     public init(
         slot: UInt8,
@@ -58,8 +68,9 @@ public struct CCIDSlotExchange: Sendable {
         over pipe: inout some CCIDBulkPipe
     ) throws -> CCIDResponse {
         let expected = sequence
-        sequence &+= 1
         try pipe.write(CCID.command(type, slot: slot, sequence: expected, parameters: parameters, data: data))
+        // Only a command that went out uses its bSeq: an abort that follows a refused write takes the same one.
+        sequence &+= 1
         var extensions = 0
         var stale = 0
         while true {
@@ -104,9 +115,56 @@ public struct CCIDSlotExchange: Sendable {
         }
     }
 
-    /// PC_to_RDR_IccPowerOn (automatic voltage): the ATR.
+    /// PC_to_RDR_IccPowerOn (automatic voltage): the ATR. At the TPDU level, then PC_to_RDR_SetParameters for T=1
+    /// (§6.1.7, from the ATR's interface bytes) and S(IFS request) with IFSD 254.
+    ///
+    /// - Throws: `unsupported` at the TPDU level for a card without T=1 or with a CRC epilogue.
     public mutating func powerOn(over pipe: inout some CCIDBulkPipe) throws -> [UInt8] {
-        try run(.iccPowerOn, over: &pipe).data
+        t1 = nil
+        let atr = try run(.iccPowerOn, over: &pipe).data
+        guard descriptor.exchangeLevel == .tpdu else { return atr }
+        let parameters = T1Parameters(atr: atr)
+        var protocolState = try T1Protocol(parameters: parameters, reader: reader)
+        // abProtocolDataStructure for T=1: bmFindexDindex, bmTCCKST1, bGuardTimeT1, bmWaitingIntegersT1,
+        // bClockStop, bIFSC, bNadValue.
+        let structure: [UInt8] = [
+            0x11, 0x10, 0x00, parameters.waitingIntegers, 0x00, UInt8(clamping: parameters.cardInformationFieldSize),
+            0x00,
+        ]
+        do {
+            _ = try run(.setParameters, parameters: (1, 0, 0), data: structure, over: &pipe)
+        } catch let error as ProximaError where error.code == .unsupported {
+            // A reader that sets the parameters by itself (automatic parameter negotiation) may refuse the command.
+        }
+        try overT1(&protocolState, &pipe) { protocolState, link in
+            try protocolState.negotiateInformationFieldSize(over: &link)
+        }
+        t1 = protocolState
+        return atr
+    }
+
+    /// PC_to_RDR_Abort after the control pipe's ABORT request (§5.3.1): the reader answers the aborted command (if
+    /// it still runs) with CMD_ABORTED, which is skipped as stale, then the Abort with RDR_to_PC_SlotStatus.
+    ///
+    /// - Parameter controlRequestSent: whether the ABORT request for the next `bSeq` was already sent (from another
+    ///   thread, while this one waited for an answer).
+    public mutating func abort(controlRequestSent: Bool = false, over pipe: inout some CCIDBulkPipe) throws {
+        if !controlRequestSent { try pipe.sendAbortRequest(slot: slot, sequence: sequence) }
+        _ = try run(.abort, over: &pipe)
+    }
+
+    /// Runs `body` with a ``T1BlockLink`` over this exchange (one XfrBlock per block) and keeps the `bSeq` it used.
+    private mutating func overT1<Pipe: CCIDBulkPipe, T>(
+        _ protocolState: inout T1Protocol,
+        _ pipe: inout Pipe,
+        _ body: (inout T1Protocol, inout XfrBlockLink<Pipe>) throws -> T
+    ) throws -> T {
+        var link = XfrBlockLink(exchange: self, pipe: pipe)
+        defer {
+            sequence = link.exchange.sequence
+            pipe = link.pipe
+        }
+        return try body(&protocolState, &link)
     }
 
     /// PC_to_RDR_GetSlotStatus: whether a card is there and powered.
@@ -117,10 +175,18 @@ public struct CCIDSlotExchange: Sendable {
     /// One APDU, chained at the extended APDU level; returns the response APDU bytes.
     public mutating func transmit(_ apdu: [UInt8], over pipe: inout some CCIDBulkPipe) throws -> [UInt8] {
         switch descriptor.exchangeLevel {
-        case .character, .tpdu:
+        case .tpdu:
+            guard var protocolState = t1 else {
+                throw ProximaError(.cardRemoved, "\(readerName) slot \(slot): no card powered at T=1", reader: reader)
+            }
+            defer { t1 = protocolState }
+            return try overT1(&protocolState, &pipe) { protocolState, link in
+                try protocolState.transmit(apdu, over: &link)
+            }
+        case .character:
             throw ProximaError(
                 .unsupported,
-                "\(readerName) exchanges at the \(descriptor.exchangeLevel) level; only APDU-level readers are supported",
+                "\(readerName) exchanges at the character level; only TPDU (T=1) and APDU-level readers are supported",
                 reader: reader
             )
         case .shortAPDU:
@@ -175,6 +241,16 @@ public struct CCIDSlotExchange: Sendable {
             data: data,
             over: &pipe
         )
+    }
+
+    /// The XfrBlock of one T=1 block at the TPDU level; `bBWI` carries the multiplier of the last S(WTX response).
+    struct XfrBlockLink<Pipe: CCIDBulkPipe>: T1BlockLink {
+        var exchange: CCIDSlotExchange
+        var pipe: Pipe
+
+        mutating func exchange(_ block: [UInt8], waitingTimeMultiplier: UInt8) throws -> [UInt8] {
+            try exchange.run(.xfrBlock, parameters: (waitingTimeMultiplier, 0, 0), data: block, over: &pipe).data
+        }
     }
 
     static func name(of command: CCID.Command) -> String {

@@ -1,4 +1,5 @@
 internal import CLibUSB
+internal import Dispatch
 public import ProximaCore
 internal import Synchronization
 
@@ -11,8 +12,14 @@ internal import Synchronization
 /// reader has a serial queue on which all its libusb calls run (``CCIDDevice``): it claims the interface, looks at its
 /// slots (GetSlotStatus) whenever RDR_to_PC_NotifySlotChange arrives on the interrupt endpoint and every poll period
 /// besides, powers cards on, and carries APDUs as XfrBlocks. A reader unplugged is reported `.vanished` when its next
-/// transfer fails with `LIBUSB_ERROR_NO_DEVICE`. Readers plugged in (or back in) are found by reading the device list
-/// again every ``CCIDConfiguration/rescanPeriod``: libusb's hotplug callbacks need udev, which containers lack.
+/// transfer fails with `LIBUSB_ERROR_NO_DEVICE`.
+///
+/// **Hotplug.** Where libusb has the hotplug capability (`LIBUSB_CAP_HAS_HOTPLUG`: its udev backend on Linux), a
+/// callback registered with `libusb_hotplug_register_callback` makes a reader plugged in (or back in) be found at
+/// once; an event thread of the transport's own runs `libusb_handle_events_timeout_completed`. The device list is
+/// still read again every ``CCIDConfiguration/rescanPeriod`` besides: libusb's udev monitor hears only what udevd
+/// rebroadcasts, and a container without udevd registers the callback but never hears an event. Under umockdev (the
+/// tests) the monitor's netlink socket is emulated, so the callbacks fire.
 public final class CCIDTransport: Transport {
     public let id: String
     public let configuration: CCIDConfiguration
@@ -23,6 +30,10 @@ public final class CCIDTransport: Transport {
     private let eventContinuation: AsyncStream<ReaderEvent>.Continuation
     private let slots = Mutex<[ReaderID: (device: CCIDDevice, slot: Int)]>([:])
     private let started = Atomic<Bool>(false)
+    private let hotplugRegistered = Atomic<Bool>(false)
+
+    /// Whether ``run()`` registered a libusb hotplug callback (libusb has the capability and accepted it).
+    public var usesHotplug: Bool { hotplugRegistered.load(ordering: .relaxed) }
 
     public init(id: String, configuration: CCIDConfiguration) {
         self.id = id
@@ -52,16 +63,29 @@ public final class CCIDTransport: Transport {
         }
         var live: [String: CCIDDevice] = [:]
         var all: [CCIDDevice] = []
-        while !Task.isCancelled {
-            // No udev in containers, so no hotplug events: the device list is read again every rescan period, and
-            // readers plugged in (or back in) since are started.
-            for device in discover(context) where live[device.name].map(\.isVanished) ?? true {
-                live[device.name] = device
-                all.append(device)
-                start(device)
+        // Wake-ups for a rescan: hotplug events and the rescan period; one pending is enough.
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let hotplug = HotplugWatcher(context: context, label: "ccid-hotplug:\(id)", wake: wake)
+        hotplugRegistered.store(hotplug != nil, ordering: .relaxed)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [rescanPeriod = configuration.rescanPeriod] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: rescanPeriod)
+                    wake.yield()
+                }
             }
-            try? await Task.sleep(for: configuration.rescanPeriod)
+            wake.yield()
+            // Ends when the task is cancelled.
+            for await _ in wakes {
+                for device in discover(context) where live[device.name].map(\.isVanished) ?? true {
+                    live[device.name] = device
+                    all.append(device)
+                    start(device)
+                }
+            }
+            group.cancelAll()
         }
+        hotplug?.stop()
         await withTaskGroup(of: Void.self) { group in
             for device in all { group.addTask { await device.stop() } }
         }
@@ -116,7 +140,7 @@ public final class CCIDTransport: Transport {
                 let extra =
                     setting.extra.map { Array(UnsafeBufferPointer(start: $0, count: Int(setting.extra_length))) } ?? []
                 guard let descriptor = try? CCIDClassDescriptor(extra: extra),
-                    descriptor.exchangeLevel == .shortAPDU || descriptor.exchangeLevel == .extendedAPDU
+                    descriptor.exchangeLevel != .character
                 else { continue }
                 var bulkOut: UInt8? = nil
                 var bulkIn: UInt8? = nil
@@ -168,5 +192,66 @@ public final class CCIDTransport: Transport {
         }
         let card = try await device.acquireCard(slot: slot)
         return CCIDCardChannel(device: device, slot: slot, card: card)
+    }
+}
+
+/// A libusb hotplug callback (arrivals and departures of any device) and the thread that runs libusb's event
+/// handling, through which the callback is called; each event wakes the transport's rescan. `nil` from ``init`` when
+/// libusb has no hotplug capability or refuses the callback. The box passed to libusb as `user_data` is retained
+/// until ``stop()`` has deregistered the callback and the thread has ended.
+final class HotplugWatcher: Sendable {
+    private let context: UnsafeSendableDevice
+    private let handle: libusb_hotplug_callback_handle
+    private let box: UnsafeSendableDevice
+    private let stopped = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    private final class Box: Sendable {
+        let wake: AsyncStream<Void>.Continuation
+        init(wake: AsyncStream<Void>.Continuation) { self.wake = wake }
+    }
+
+    init?(context: OpaquePointer, label: String, wake: AsyncStream<Void>.Continuation) {
+        guard libusb_has_capability(UInt32(LIBUSB_CAP_HAS_HOTPLUG.rawValue)) != 0 else { return nil }
+        let box = Unmanaged.passRetained(Box(wake: wake))
+        var handle: libusb_hotplug_callback_handle = 0
+        let events = Int32(LIBUSB_HOTPLUG_EVENT_DEVICE_ARRIVED.rawValue | LIBUSB_HOTPLUG_EVENT_DEVICE_LEFT.rawValue)
+        let status = libusb_hotplug_register_callback(
+            context,
+            events,
+            0,
+            LIBUSB_HOTPLUG_MATCH_ANY,
+            LIBUSB_HOTPLUG_MATCH_ANY,
+            LIBUSB_HOTPLUG_MATCH_ANY,
+            { _, _, _, userData in
+                guard let userData else { return 0 }
+                Unmanaged<Box>.fromOpaque(userData).takeUnretainedValue().wake.yield()
+                return 0
+            },
+            box.toOpaque(),
+            &handle
+        )
+        guard status == 0 else {
+            box.release()
+            return nil
+        }
+        self.context = UnsafeSendableDevice(pointer: context)
+        self.handle = handle
+        self.box = UnsafeSendableDevice(pointer: OpaquePointer(box.toOpaque()))
+        DispatchQueue(label: label).async { [self] in
+            while !stopped.load(ordering: .relaxed) {
+                var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+                _ = libusb_handle_events_timeout_completed(self.context.pointer, &timeout, nil)
+            }
+            finished.signal()
+        }
+    }
+
+    /// Deregisters the callback and waits for the event thread (at most one 200 ms slice).
+    func stop() {
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        libusb_hotplug_deregister_callback(context.pointer, handle)
+        finished.wait()
+        Unmanaged<Box>.fromOpaque(UnsafeRawPointer(box.pointer)).release()
     }
 }

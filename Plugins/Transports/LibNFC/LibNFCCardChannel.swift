@@ -19,6 +19,15 @@ public final class LibNFCCardChannel: CardChannel {
     public let supportsExtendedLength = false
     /// The libnfc connstring of the device.
     public let connstring: String
+    /// The device's queue: the kernel runs a tap's body there, so its transmits do not hop between the cooperative
+    /// pool and the device's thread.
+    public var preferredTaskExecutor: (any TaskExecutor)? { device.taskExecutor }
+
+    /// How many APDUs of this device called libnfc on its own thread (the task preferred its executor) and how many
+    /// hopped onto it from elsewhere.
+    package var transmitPaths: (direct: Int, hopped: Int) {
+        (device.directTransmits.load(ordering: .relaxed), device.hoppedTransmits.load(ordering: .relaxed))
+    }
 
     private let device: LibNFCDevice
     private let generation: UInt64

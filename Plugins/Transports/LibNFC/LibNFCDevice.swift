@@ -41,6 +41,13 @@ final class LibNFCDevice: Sendable {
     let connstring: String
     let configuration: LibNFCConfiguration
     let queue: DispatchQueue
+    /// The queue as a task executor (SE-0417): a tap's body that prefers it runs on the device's thread, and each
+    /// transmit then calls libnfc right there instead of hopping onto the queue and back.
+    let taskExecutor: LibNFCTaskExecutor
+    /// APDUs that called libnfc right on the device's thread, and those that hopped onto it (for the tests and the
+    /// benchmark: a tap run by the kernel should never hop).
+    let directTransmits = Atomic<Int>(0)
+    let hoppedTransmits = Atomic<Int>(0)
     private let events: AsyncStream<ReaderEvent>.Continuation
 
     /// libnfc's handles; only taken on ``queue``.
@@ -79,6 +86,7 @@ final class LibNFCDevice: Sendable {
         self.configuration = configuration
         self.events = events
         queue = DispatchQueue(label: "libnfc:\(connstring)", qos: .userInitiated)
+        taskExecutor = LibNFCTaskExecutor(queue: queue)
     }
 
     /// Starts the device's loop.
@@ -318,8 +326,14 @@ final class LibNFCDevice: Sendable {
         if let (waiter, card) = handover { waiter.resume(returning: card) }
     }
 
-    /// One APDU to card presence `generation`, on the queue.
+    /// One APDU to card presence `generation`, on the queue: called right there when the task already runs on it
+    /// (it prefers ``taskExecutor``), else after a hop onto it.
     func transmit(_ command: [UInt8], generation: UInt64) async throws -> ResponseAPDU {
+        if taskExecutor.isCurrent {
+            directTransmits.add(1, ordering: .relaxed)
+            return try link.withLock { transceive(command, generation: generation, &$0) }.get()
+        }
+        hoppedTransmits.add(1, ordering: .relaxed)
         let result = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<ResponseAPDU, ProximaError>, Never>) in
             queue.async {
@@ -419,5 +433,27 @@ enum PseudoATR {
         for bit in [UInt8(0x10), 0x20, 0x40] where format & bit != 0 { start += 1 }
         guard start < length else { return [] }
         return Array(ats[start..<length])
+    }
+}
+
+/// A libnfc device's serial queue as a `TaskExecutor`: the jobs of a task that prefers it run on the queue, between
+/// the device's own ticks, so libnfc is still entered from one thread at a time. (`DispatchSerialQueue` is not
+/// available on Linux, hence this adapter; the PC/SC transport's reader executor has the same shape.)
+final class LibNFCTaskExecutor: TaskExecutor {
+    private let queue: DispatchQueue
+    private static let key = DispatchSpecificKey<ObjectIdentifier>()
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+        queue.setSpecific(key: Self.key, value: ObjectIdentifier(self))
+    }
+
+    /// Whether the current thread runs this queue.
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self) }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
     }
 }
