@@ -84,6 +84,14 @@ let package = Package(
             path: "Plugins/Transports/External",
             swiftSettings: strict
         ),
+        // Readers of lane PCs over TLS 1.3 with mutual authentication (libssl), and the agent that offers them; the
+        // frames and the session code are the External transport's.
+        .target(
+            name: "RemoteTransport",
+            dependencies: ["ProximaCore", "ExternalTransport", "ProximaCrypto", "ProximaSystem", "COpenSSL"],
+            path: "Plugins/Transports/Remote",
+            swiftSettings: strict
+        ),
         .target(
             name: "LibNFCTransport",
             dependencies: ["ProximaCore", "CNFC"],
@@ -126,7 +134,7 @@ let package = Package(
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
                 "PaymentCapability", "EMVCommon", "ExternalTransport", "LibNFCTransport",
-                "CCIDTransport", "LoyaltyCapability",
+                "CCIDTransport", "LoyaltyCapability", "RemoteTransport",
             ],
             swiftSettings: strict
         ),
@@ -142,7 +150,7 @@ let package = Package(
             name: "proxima",
             dependencies: [
                 "Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability",
-                "PaymentCapability", "ProximaProcessorSandbox", "ProximaCrypto", "ProximaSystem",
+                "PaymentCapability", "ProximaProcessorSandbox", "ProximaCrypto", "ProximaSystem", "RemoteTransport",
             ],
             swiftSettings: strict
         ),
@@ -175,7 +183,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzDriverFrame",
-            dependencies: ["ProximaCore", "ExternalTransport"],
+            dependencies: ["ProximaCore", "ExternalTransport", "RemoteTransport"],
             path: "Fuzz/FuzzDriverFrame"
         ),
         .executableTarget(
@@ -232,7 +240,7 @@ let package = Package(
             name: "ExternalBenchmark",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "Proxima", "ExternalTransport", "PaymentCapability",
-                "ProximaCardEmulator",
+                "ProximaCardEmulator", "RemoteTransport",
             ],
             path: "Benchmarks/ExternalBenchmark",
             swiftSettings: strict
@@ -366,6 +374,14 @@ let package = Package(
                 "PaymentCapability", "ProximaCrypto", "ProximaTestSupport",
             ],
             exclude: ["Drivers"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "RemoteTransportTests",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "Proxima", "RemoteTransport", "ExternalTransport",
+                "ProximaCardEmulator", "PaymentCapability", "ProximaSystem",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

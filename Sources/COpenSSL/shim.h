@@ -29,5 +29,9 @@ static inline unsigned long COpenSSL_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2
 static inline int COpenSSL_SSL_CTX_set_tls13_only(SSL_CTX *c) {
     return (int)(SSL_CTX_set_min_proto_version(c, TLS1_3_VERSION) && SSL_CTX_set_max_proto_version(c, TLS1_3_VERSION));
 }
+/// Partial writes, and a retried write whose buffer moved (a Swift array may): SSL_CTX_set_mode is a macro.
+static inline void COpenSSL_SSL_CTX_set_stream_modes(SSL_CTX *c) {
+    SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
 static inline int COpenSSL_SSL_set_host_name(SSL *s, const char *name) { return (int)SSL_set_tlsext_host_name(s, name); }
 #endif

@@ -243,6 +243,12 @@ package final class DriverConnection: @unchecked Sendable {
                 writer.outbox += frame
                 return
             }
+            guard link.writesFromCallers else {
+                writer.outbox = frame
+                outboxPending.store(true, ordering: .releasing)
+                if writer.wakeOpen { DriverSystemCalls.wake(wakeWrite) }
+                return
+            }
             switch link.write(frame[...]) {
             case .wrote(let count) where count == frame.count:
                 return
@@ -377,7 +383,11 @@ package final class DriverConnection: @unchecked Sendable {
                 buffered ? 0 : killedAt != nil ? 100 : Int32(clamping: max(1, milliseconds + 1))
             let ready = DriverSystemCalls.poll(entries, timeout: timeout)
 
-            if ready[wakeRead]?.read == true { DriverSystemCalls.drain(wakeRead) }
+            if ready[wakeRead]?.read == true {
+                DriverSystemCalls.drain(wakeRead)
+                // A frame queued by a caller of a link only this thread writes: out now, not after one more poll.
+                if !link.writesFromCallers && !stopping && outboxPending.load(ordering: .acquiring) { flushOutbox() }
+            }
             if wantsWrite, ready[link.outputDescriptor]?.write == true { flushOutbox() }
             if inputOpen, buffered || ready[link.inputDescriptor]?.read == true {
                 switch link.read(into: &buffer) {

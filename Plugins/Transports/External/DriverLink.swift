@@ -20,6 +20,9 @@ package protocol DriverLink: AnyObject, Sendable {
     var inodes: [UInt64] { get }
     /// What the peer is, for messages: `the driver`, `agent "lane-pc-1"`.
     var peerName: String { get }
+    /// Whether callers may ``write(_:)`` from their own task (a pipe write is one non-blocking system call); when
+    /// `false` (TLS, whose `SSL` object belongs to one thread) every frame is queued for the connection's thread.
+    var writesFromCallers: Bool { get }
 
     func read(into buffer: inout [UInt8]) -> ReadOutcome
     func write(_ bytes: ArraySlice<UInt8>) -> WriteOutcome
@@ -50,6 +53,7 @@ final class ProcessDriverLink: DriverLink {
     var processID: Int32? { process.pid }
     var inodes: [UInt64] { process.pipeInodes }
     var peerName: String { "the driver" }
+    var writesFromCallers: Bool { true }
 
     func read(into buffer: inout [UInt8]) -> ReadOutcome { DriverSystemCalls.read(process.standardOutput, into: &buffer) }
     func write(_ bytes: ArraySlice<UInt8>) -> WriteOutcome { DriverSystemCalls.write(process.standardInput, bytes) }

@@ -1,0 +1,192 @@
+internal import ExternalTransport
+internal import Foundation
+internal import Glibc
+internal import ProximaCore
+internal import ProximaSystem
+internal import Synchronization
+
+/// The agent's end of one TLS link to the store: frames in, frames out, on one thread.
+///
+/// **Thread.** `agent-link` polls the socket and a wake pipe; it is the only thread that calls OpenSSL on the link
+/// (reads, the writes of queued frames, shutdown, free). ``send(_:)`` queues a frame and wakes it. Frames read are
+/// parsed (``AgentRequest``) and go out through ``incoming``; the first fault (end of the link, a TLS alert, a
+/// malformed or oversized frame, no kernel `hello` in time) or ``stop()`` ends the session: the link is shut down and
+/// freed, and ``incoming`` yields ``Incoming/ended(_:)`` and finishes.
+///
+/// `@unchecked Sendable`: `outbox`, `stopping` and the wake pipe's state sit behind `state`'s lock; `link` is used by
+/// the thread only.
+final class AgentSession: @unchecked Sendable {
+    enum Incoming: Sendable {
+        case request(AgentRequest)
+        case ended(String)
+    }
+
+    let incoming: AsyncStream<Incoming>
+    private let continuation: AsyncStream<Incoming>.Continuation
+    private let link: TLSLink
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let maximumFrameBytes: Int
+    private let helloTimeout: Duration
+    private let state = Mutex(State())
+
+    private struct State {
+        var outbox: [UInt8] = []
+        var stopReason: String?
+        var wakeOpen = true
+        var ended = false
+        var endWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    init(link: TLSLink, maximumFrameBytes: Int, helloTimeout: Duration) throws(TLSFailure) {
+        let wake: (read: FileDescriptor, write: FileDescriptor)
+        do {
+            wake = try FileDescriptor.wakePipe()
+        } catch {
+            link.terminate()
+            link.closeOutput()
+            throw TLSFailure("cannot make a wake pipe: \(error)")
+        }
+        self.link = link
+        wakeRead = wake.read.rawValue
+        wakeWrite = wake.write.rawValue
+        self.maximumFrameBytes = maximumFrameBytes
+        self.helloTimeout = helloTimeout
+        (incoming, continuation) = AsyncStream.makeStream(of: Incoming.self, bufferingPolicy: .unbounded)
+        let thread = Thread { [self] in serve() }
+        thread.name = "agent-link"
+        thread.start()
+    }
+
+    /// Queues `message` for the store.
+    func send(_ message: JSONValue) {
+        let frame = DriverFrame.encode(message)
+        state.withLock { state in
+            guard state.stopReason == nil, state.wakeOpen else { return }
+            state.outbox += frame
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
+    }
+
+    /// Ends the session with `reason`; returns at once.
+    func stop(_ reason: String) {
+        state.withLock { state in
+            if state.stopReason == nil { state.stopReason = reason }
+            if state.wakeOpen {
+                var byte: UInt8 = 1
+                _ = write(wakeWrite, &byte, 1)
+            }
+        }
+    }
+
+    /// Waits until the link is closed and the thread has ended.
+    func waitUntilEnded() async {
+        await withCheckedContinuation { continuation in
+            let done = state.withLock { state -> Bool in
+                if state.ended { return true }
+                state.endWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    private func serve() {
+        var decoder = DriverFrame.Decoder(maximumPayload: maximumFrameBytes)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var pending: [UInt8] = []
+        let helloDeadline = ContinuousClock.now + helloTimeout
+        var helloSeen = false
+        var reason: String?
+        loop: while reason == nil {
+            let (queued, stop) = state.withLock { state -> ([UInt8], String?) in
+                defer { state.outbox = [] }
+                return (state.outbox, state.stopReason)
+            }
+            if let stop {
+                reason = stop
+                break
+            }
+            pending += queued
+            writing: while !pending.isEmpty {
+                switch link.write(pending[...]) {
+                case .wrote(let count): pending.removeFirst(count)
+                case .wouldBlock: break writing
+                case .closed, .failed:
+                    reason = "the store closed the connection"
+                    break loop
+                }
+            }
+            let now = ContinuousClock.now
+            if !helloSeen && now >= helloDeadline {
+                reason = "no hello from the store within \(helloTimeout)"
+                break
+            }
+            let left = helloSeen ? Duration.seconds(1) : helloDeadline - now
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            var entries = [
+                pollfd(
+                    fd: link.inputDescriptor,
+                    events: Int16(POLLIN | (pending.isEmpty ? 0 : POLLOUT)),
+                    revents: 0
+                ),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
+            let timeout: Int32 = link.hasBufferedInput ? 0 : Int32(clamping: max(1, milliseconds + 1))
+            _ = poll(&entries, 2, timeout)
+            if entries[1].revents != 0 {
+                var sink = [UInt8](repeating: 0, count: 64)
+                while read(wakeRead, &sink, sink.count) > 0 {}
+            }
+            guard entries[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 || link.hasBufferedInput else { continue }
+            switch link.read(into: &buffer) {
+            case .bytes(let count):
+                decoder.append(buffer[..<count])
+                while reason == nil {
+                    let payload: [UInt8]
+                    do {
+                        guard let next = try decoder.next() else { break }
+                        payload = next
+                    } catch {
+                        reason = "a bad frame from the store: \(error)"
+                        break
+                    }
+                    do {
+                        let request = try AgentRequest.parse(payload)
+                        if case .hello = request { helloSeen = true }
+                        continuation.yield(.request(request))
+                    } catch let error as ProximaError {
+                        reason = "a malformed frame from the store: \(error.pathAndReason)"
+                    } catch {
+                        reason = "a malformed frame from the store: \(error)"
+                    }
+                }
+            case .wouldBlock:
+                continue
+            case .endOfFile:
+                reason = "the store closed the connection"
+            case .failed(let error):
+                // A TLS alert from the store (expired or unknown certificate) is reported here.
+                reason = error.call
+            }
+        }
+        link.terminate()
+        state.withLock { state in
+            if state.stopReason == nil { state.stopReason = reason }
+            state.wakeOpen = false
+            state.outbox = []
+        }
+        link.closeOutput()
+        close(wakeRead)
+        close(wakeWrite)
+        continuation.yield(.ended(reason ?? "stopped"))
+        continuation.finish()
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.ended = true
+            defer { state.endWaiters = [] }
+            return state.endWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}

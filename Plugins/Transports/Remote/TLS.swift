@@ -1,0 +1,288 @@
+internal import COpenSSL
+internal import ExternalTransport
+internal import Glibc
+internal import ProximaCore
+internal import ProximaCrypto
+internal import ProximaSystem
+
+/// Why a TLS context could not be built or a handshake failed: what, with OpenSSL's own words.
+public struct TLSFailure: Error, Hashable, Sendable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+
+    /// `what`, followed by the reasons OpenSSL queued on this thread (the queue is emptied).
+    static func openSSL(_ what: String) -> TLSFailure {
+        var reasons: [String] = []
+        while case let code = ERR_get_error(), code != 0 {
+            if let text = ERR_reason_error_string(code) { reasons.append(String(cString: text)) }
+        }
+        return TLSFailure(reasons.isEmpty ? what : "\(what): \(reasons.joined(separator: "; "))")
+    }
+}
+
+/// An `SSL_CTX` for the agent–store link: TLS 1.3 only, this side's certificate and key, the store CA as the only
+/// trust anchor, and the peer's certificate required and verified (chain, validity, the purpose: `clientAuth` for an
+/// agent, `serverAuth` for the store).
+///
+/// `@unchecked Sendable`: the context is configured in `init` and only read after that (OpenSSL allows `SSL_new`
+/// from any thread on a context no longer changed).
+final class TLSContext: @unchecked Sendable {
+    enum Role { case server, client }
+
+    let role: Role
+    fileprivate let context: OpaquePointer
+
+    /// - Parameters:
+    ///   - certificate: PEM file, the leaf first (a chain may follow).
+    ///   - privateKey: PEM file of its key.
+    ///   - certificateAuthority: PEM file of the CA that issues the peers' certificates.
+    /// - Throws: ``TLSFailure`` naming the file OpenSSL refused.
+    init(role: Role, certificate: String, privateKey: String, certificateAuthority: String) throws(TLSFailure) {
+        self.role = role
+        guard let context = SSL_CTX_new(role == .server ? TLS_server_method() : TLS_client_method()) else {
+            throw .openSSL("SSL_CTX_new")
+        }
+        self.context = context
+        guard COpenSSL_SSL_CTX_set_tls13_only(context) == 1 else { throw .openSSL("restricting to TLS 1.3") }
+        COpenSSL_SSL_CTX_set_stream_modes(context)
+        guard SSL_CTX_use_certificate_chain_file(context, certificate) == 1 else {
+            throw .openSSL("loading the certificate \(certificate)")
+        }
+        guard SSL_CTX_use_PrivateKey_file(context, privateKey, SSL_FILETYPE_PEM) == 1 else {
+            throw .openSSL("loading the private key \(privateKey)")
+        }
+        guard SSL_CTX_check_private_key(context) == 1 else {
+            throw .openSSL("the private key \(privateKey) does not match the certificate \(certificate)")
+        }
+        guard SSL_CTX_load_verify_locations(context, certificateAuthority, nil) == 1 else {
+            throw .openSSL("loading the CA certificate \(certificateAuthority)")
+        }
+        let purpose = role == .server ? X509_PURPOSE_SSL_CLIENT : X509_PURPOSE_SSL_SERVER
+        guard SSL_CTX_set_purpose(context, purpose) == 1 else { throw .openSSL("setting the certificate purpose") }
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
+        if role == .server, let names = SSL_load_client_CA_file(certificateAuthority) {
+            SSL_CTX_set_client_CA_list(context, names)
+        }
+        ERR_clear_error()
+    }
+
+    deinit { SSL_CTX_free(context) }
+}
+
+/// What the peer's verified certificate says, for matching it against the allowed agents.
+struct TLSPeerCertificate: Sendable {
+    /// The subject in RFC 2253 form (`O=Proxima TEST,CN=lane-pc-1`, as ``X509Certificate/subject``).
+    var subject: String
+    /// SHA-256 of the DER SubjectPublicKeyInfo.
+    var publicKeySHA256: [UInt8]
+    /// The subjectAltName DNS names and IP addresses the certificate matches, checked with OpenSSL's own
+    /// `X509_check_host` / `X509_check_ip_asc` against the names asked about.
+    var matchedNames: Set<String>
+}
+
+/// One TLS 1.3 connection over a non-blocking TCP socket, as a ``DriverLink``.
+///
+/// **Threads.** Every OpenSSL call on the connection happens on one thread: the handshake on the thread that calls
+/// ``handshake(descriptor:context:serverName:peerNames:deadline:peerName:)``, everything after it on the
+/// ``DriverConnection``'s thread (``writesFromCallers`` is `false`, so callers queue and wake it). The `SSL` object is
+/// thus never shared, and no lock guards it.
+///
+/// `@unchecked Sendable`: `ssl` and `pendingInput` are touched by one thread at a time: the handshaking thread,
+/// then (after the hand-off through the connection's start) the connection's thread only.
+final class TLSLink: DriverLink, @unchecked Sendable {
+    let descriptor: FileDescriptor
+    let peerName: String
+    let peer: TLSPeerCertificate
+    private let ssl: OpaquePointer
+    private var pendingInput = false
+    private var closed = false
+
+    private init(descriptor: FileDescriptor, ssl: OpaquePointer, peer: TLSPeerCertificate, peerName: String) {
+        self.descriptor = descriptor
+        self.ssl = ssl
+        self.peer = peer
+        self.peerName = peerName
+    }
+
+    /// Runs the TLS handshake on `descriptor` (a connected socket, made non-blocking here) until `deadline`.
+    ///
+    /// - Parameters:
+    ///   - serverName: the client's expected server name: sent as SNI when it is a DNS name, and checked against
+    ///     the server certificate's subjectAltName (DNS or IP).
+    ///   - peerNames: names to check the peer's certificate against (the allowed agents' DNS names).
+    ///   - peerName: how messages name the peer.
+    /// - Returns: the link, which owns `descriptor` from now on.
+    /// - Throws: ``TLSFailure`` with the verification error or OpenSSL's reason; `descriptor` is closed.
+    static func handshake(
+        descriptor: FileDescriptor,
+        context: TLSContext,
+        serverName: String? = nil,
+        peerNames: [String] = [],
+        deadline: ContinuousClock.Instant,
+        peerName: String
+    ) throws(TLSFailure) -> TLSLink {
+        descriptor.setNonBlocking()
+        descriptor.setNoDelay()
+        ERR_clear_error()
+        guard let ssl = SSL_new(context.context) else {
+            try? descriptor.close()
+            throw .openSSL("SSL_new")
+        }
+        func fail(_ failure: TLSFailure) -> TLSFailure {
+            SSL_free(ssl)
+            try? descriptor.close()
+            return failure
+        }
+        SSL_set_fd(ssl, descriptor.rawValue)
+        if context.role == .client, let serverName {
+            let isAddress = serverName.allSatisfy { $0.isNumber || $0 == "." || $0 == ":" }
+            if !isAddress { _ = COpenSSL_SSL_set_host_name(ssl, serverName) }
+            let parameters = SSL_get0_param(ssl)
+            let set =
+                isAddress
+                ? X509_VERIFY_PARAM_set1_ip_asc(parameters, serverName) : SSL_set1_host(ssl, serverName)
+            guard set == 1 else { throw fail(.openSSL("\"\(serverName)\" is not a host name or IP address")) }
+        }
+        while true {
+            let result = context.role == .server ? SSL_accept(ssl) : SSL_connect(ssl)
+            if result == 1 { break }
+            let error = SSL_get_error(ssl, result)
+            guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else {
+                throw fail(handshakeFailure(ssl, error: error, peerName: peerName))
+            }
+            let left = deadline - .now
+            guard left > .zero else { throw fail(TLSFailure("\(peerName): no TLS handshake within the timeout")) }
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            var entry = pollfd(
+                fd: descriptor.rawValue,
+                events: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT),
+                revents: 0
+            )
+            _ = poll(&entry, 1, Int32(clamping: milliseconds + 1))
+        }
+        guard let certificate = SSL_get0_peer_certificate(ssl) else {
+            throw fail(TLSFailure("\(peerName) sent no certificate"))
+        }
+        let peer: TLSPeerCertificate
+        do {
+            peer = try peerCertificate(certificate, names: peerNames)
+        } catch {
+            throw fail(error)
+        }
+        return TLSLink(descriptor: descriptor, ssl: ssl, peer: peer, peerName: peerName)
+    }
+
+    private static func handshakeFailure(_ ssl: OpaquePointer, error: Int32, peerName: String) -> TLSFailure {
+        let verification = SSL_get_verify_result(ssl)
+        if verification != X509_V_OK, let text = X509_verify_cert_error_string(verification) {
+            ERR_clear_error()
+            return TLSFailure("\(peerName): certificate refused: \(String(cString: text))")
+        }
+        if error == SSL_ERROR_SYSCALL || error == SSL_ERROR_ZERO_RETURN {
+            let queued = TLSFailure.openSSL("\(peerName): TLS handshake failed")
+            if queued.reason != "\(peerName): TLS handshake failed" { return queued }
+            return TLSFailure("\(peerName): the connection closed during the TLS handshake")
+        }
+        return .openSSL("\(peerName): TLS handshake failed")
+    }
+
+    private static func peerCertificate(_ certificate: OpaquePointer, names: [String]) throws(TLSFailure)
+        -> TLSPeerCertificate
+    {
+        var derPointer: UnsafeMutablePointer<UInt8>? = nil
+        let length = i2d_X509(certificate, &derPointer)
+        guard length > 0, let derPointer else { throw .openSSL("encoding the peer's certificate") }
+        let der = Array(UnsafeBufferPointer(start: derPointer, count: Int(length)))
+        CRYPTO_free(derPointer, #fileID, #line)
+        var keyPointer: UnsafeMutablePointer<UInt8>? = nil
+        let keyLength = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(certificate), &keyPointer)
+        guard keyLength > 0, let keyPointer else { throw .openSSL("encoding the peer's public key") }
+        let spki = Array(UnsafeBufferPointer(start: keyPointer, count: Int(keyLength)))
+        CRYPTO_free(keyPointer, #fileID, #line)
+        let subject: String
+        let digest: [UInt8]
+        do {
+            subject = try X509Certificate(derRepresentation: der).subject
+            digest = try SHA256.hash(spki)
+        } catch {
+            throw TLSFailure("reading the peer's certificate: \(error)")
+        }
+        var matched: Set<String> = []
+        for name in names {
+            let flags = UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT)
+            if X509_check_host(certificate, name, name.utf8.count, flags, nil) == 1 { matched.insert(name) }
+        }
+        return TLSPeerCertificate(subject: subject, publicKeySHA256: digest, matchedNames: matched)
+    }
+
+    // MARK: DriverLink
+
+    var inputDescriptor: Int32 { descriptor.rawValue }
+    var outputDescriptor: Int32 { descriptor.rawValue }
+    var logDescriptor: Int32? { nil }
+    var hasBufferedInput: Bool { pendingInput || SSL_pending(ssl) > 0 }
+    var processID: Int32? { nil }
+    var inodes: [UInt64] { [] }
+    var writesFromCallers: Bool { false }
+
+    func read(into buffer: inout [UInt8]) -> ReadOutcome {
+        guard !closed else { return .endOfFile }
+        ERR_clear_error()
+        let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(clamping: $0.count)) }
+        if count > 0 {
+            pendingInput = count == buffer.count
+            return .bytes(Int(count))
+        }
+        pendingInput = false
+        switch SSL_get_error(ssl, count) {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            return .wouldBlock
+        case SSL_ERROR_ZERO_RETURN:
+            return .endOfFile
+        case SSL_ERROR_SYSCALL where ERR_peek_error() == 0:
+            let code = errno
+            return code == 0 ? .endOfFile : .failed(SystemCallError(call: "TLS read", errno: code))
+        default:
+            // The peer's alert (an expired or unknown certificate seen by the store) lands here on the agent's side.
+            let failure = TLSFailure.openSSL("TLS read")
+            return .failed(SystemCallError(call: failure.reason, errno: 0))
+        }
+    }
+
+    func write(_ bytes: ArraySlice<UInt8>) -> WriteOutcome {
+        guard !closed else { return .closed }
+        ERR_clear_error()
+        let count = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32(clamping: $0.count)) }
+        if count > 0 { return .wrote(Int(count)) }
+        switch SSL_get_error(ssl, count) {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wouldBlock
+        case SSL_ERROR_ZERO_RETURN: return .closed
+        default:
+            ERR_clear_error()
+            return .closed
+        }
+    }
+
+    func readLog(into buffer: inout [UInt8]) -> ReadOutcome { .endOfFile }
+
+    func terminate() {
+        if !closed {
+            _ = SSL_shutdown(ssl)  // a close_notify, best effort: the socket is non-blocking
+            ERR_clear_error()
+        }
+        descriptor.shutdownBoth()
+    }
+
+    func closeInput() {}
+    func closeLog() {}
+
+    func closeOutput() {
+        guard !closed else { return }
+        closed = true
+        SSL_free(ssl)
+        try? descriptor.close()
+    }
+
+    func reap() -> DriverExitStatus? { nil }
+}
