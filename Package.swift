@@ -37,6 +37,7 @@ let package = Package(
         .executable(name: "CCIDBenchmark", targets: ["CCIDBenchmark"]),
         .executable(name: "MDLBenchmark", targets: ["MDLBenchmark"]),
         .executable(name: "LoyaltyBenchmark", targets: ["LoyaltyBenchmark"]),
+        .executable(name: "RemoteBenchmark", targets: ["RemoteBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -240,12 +241,18 @@ let package = Package(
             name: "ExternalBenchmark",
             dependencies: [
                 "ProximaCore", "ProximaKernel", "Proxima", "ExternalTransport", "PaymentCapability",
-                "ProximaCardEmulator", "RemoteTransport",
+                "ProximaCardEmulator",
             ],
             path: "Benchmarks/ExternalBenchmark",
             swiftSettings: strict
         ),
 
+        .executableTarget(
+            name: "RemoteBenchmark",
+            dependencies: ["ProximaCore", "RemoteTransport", "ProximaCardEmulator"],
+            path: "Benchmarks/RemoteBenchmark",
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "LibNFCBenchmark",
             dependencies: ["ProximaCore", "LibNFCTransport", "ProximaCardEmulator", "CNFC"],
