@@ -30,8 +30,6 @@ struct RemoteLinkTests {
 
     @Test("a Visa card on a lane PC's simulated reader is read through the agent; nothing is left open")
     func paymentThroughAgent() async throws {
-        let socketsBefore = openSockets().count
-        let descriptorsBefore = openDescriptorCount()
         let captured = Captured()
         let registry = try storeRegistry(capturing: captured)
         let manifest = try storeManifest(registry: registry)
@@ -55,8 +53,9 @@ struct RemoteLinkTests {
         #expect(captured.transport?.diagnostics.sessions == 1)
         #expect(captured.transport?.diagnostics.refusals == [])
         #expect(captured.log.contains { $0.contains("agent lane-pc-1 (proxima-agent 0.1) joined from 127.0.0.1:") })
-        try await waitUntil("every socket closed", within: .seconds(5)) { openSockets().count == socketsBefore }
-        #expect(openDescriptorCount() == descriptorsBefore)
+        let inodes = (captured.transport?.diagnostics.inodes ?? []) + agentDiagnostics.inodes
+        #expect(inodes.count == 5, "listener, its wake pipe's two ends, the store's and the agent's link")
+        #expect(openDescriptors(on: inodes) == [])
     }
 
     /// The agent's certificate, what the store says when it refuses it, and what the agent hears.
@@ -68,7 +67,6 @@ struct RemoteLinkTests {
 
     @Test("an agent certificate from another CA, an expired one and an unlisted agent are refused", arguments: refusedAgents)
     func refusedAgent(certificate: String, store storeReason: String, agent agentReason: String) async throws {
-        let socketsBefore = openSockets().count
         let captured = Captured()
         let registry = try storeRegistry(capturing: captured)
         let manifest = try storeManifest(registry: registry)
@@ -90,7 +88,9 @@ struct RemoteLinkTests {
         #expect(refusals.allSatisfy { $0.contains("the agent at 127.0.0.1:") }, "\(refusals)")
         #expect(failures.allSatisfy { $0.contains(agentReason) }, "\(failures)")
         #expect(captured.transport?.diagnostics.sessions == 0)
-        try await waitUntil("every socket closed", within: .seconds(5)) { openSockets().count == socketsBefore }
+        let inodes = captured.transport?.diagnostics.inodes ?? []
+        #expect(inodes.count == 3)
+        #expect(openDescriptors(on: inodes) == [])
     }
 
     @Test("an agent that trusts another CA refuses the store's certificate")
@@ -191,6 +191,9 @@ struct RemoteLinkTests {
             second.kill()
         }
         #expect(captured.transport?.diagnostics.faults.map(\.kind).contains(.exited) == true)
+        let inodes = captured.transport?.diagnostics.inodes ?? []
+        #expect(inodes.count == 5)
+        #expect(openDescriptors(on: inodes) == [], "a socket of the store or of a link is still open")
     }
 }
 

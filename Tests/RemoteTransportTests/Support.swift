@@ -183,14 +183,10 @@ func errorCode<Value>(_ operation: () async throws -> Value) async -> ProximaErr
     }
 }
 
-/// This process's open sockets (`socket:[…]` links in `/proc/self/fd`).
-func openSockets() -> [String] {
+/// This process's descriptors still open on one of `inodes` (sockets or pipes), as `/proc/self/fd` links.
+func openDescriptors(on inodes: [UInt64]) -> [String] {
+    let names = Set(inodes.flatMap { ["socket:[\($0)]", "pipe:[\($0)]"] })
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
     return entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }
-        .filter { $0.hasPrefix("socket:") }
-}
-
-/// Every descriptor of this process.
-func openDescriptorCount() -> Int {
-    ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count
+        .filter(names.contains)
 }

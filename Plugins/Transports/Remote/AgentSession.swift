@@ -154,8 +154,16 @@ final class AgentSession: @unchecked Sendable {
                     }
                     do {
                         let request = try AgentRequest.parse(payload)
-                        if case .hello = request { helloSeen = true }
-                        continuation.yield(.request(request))
+                        switch request {
+                        case .bye(let why):
+                            // Ends the session here, before the end of the stream that follows it can be read.
+                            reason = "the store ended the session: \(why.isEmpty ? "no reason given" : why)"
+                        case .hello:
+                            helloSeen = true
+                            continuation.yield(.request(request))
+                        default:
+                            continuation.yield(.request(request))
+                        }
                     } catch let error as ProximaError {
                         reason = "a malformed frame from the store: \(error.pathAndReason)"
                     } catch {
@@ -171,13 +179,12 @@ final class AgentSession: @unchecked Sendable {
                 reason = error.call
             }
         }
-        link.terminate()
         state.withLock { state in
             if state.stopReason == nil { state.stopReason = reason }
             state.wakeOpen = false
             state.outbox = []
         }
-        link.closeOutput()
+        link.closeGracefully(within: .milliseconds(200))
         close(wakeRead)
         close(wakeWrite)
         continuation.yield(.ended(reason ?? "stopped"))

@@ -198,6 +198,7 @@ public final class RemoteAgent: Sendable {
         let readers = state.withLock { state -> [ReaderInfo] in
             state.session = session
             state.diagnostics.sessions += 1
+            state.diagnostics.inodes += link.inodes
             return state.readers.values.filter { !state.faulted.contains($0.info.id) }.map(\.info).sorted {
                 $0.id.rawValue < $1.id.rawValue
             }
@@ -217,8 +218,6 @@ public final class RemoteAgent: Sendable {
                         if version.major != DriverProtocolVersion.current.major {
                             session.stop("the store speaks protocol \(version), this agent 1.x")
                         }
-                    case .request(.bye(let why)):
-                        session.stop("the store ended the session: \(why)")
                     case .request(let request):
                         group.addTask { await self.answer(request, on: session) }
                     }
@@ -354,6 +353,8 @@ public struct RemoteAgentDiagnostics: Hashable, Sendable {
     public var sessions = 0
     /// Why each connection attempt or session ended, in order.
     public var failures: [String] = []
+    /// Inode numbers of the sockets of its sessions, so a test can check none is still open.
+    public var inodes: [UInt64] = []
 
     public init() {}
 }

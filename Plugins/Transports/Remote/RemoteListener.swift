@@ -24,6 +24,8 @@ final class RemoteListener: @unchecked Sendable {
     }
 
     let port: Int
+    /// Inodes of the listening socket and the wake pipe.
+    let inodes: [UInt64]
     let agents: AsyncStream<Agent>
     let refusals: AsyncStream<String>
 
@@ -63,6 +65,7 @@ final class RemoteListener: @unchecked Sendable {
             throw error
         }
         port = socket.localPort
+        inodes = [socket, wakeRead, wakeWrite].compactMap { try? $0.status().inode }
         (agents, agentContinuation) = AsyncStream.makeStream(of: Agent.self, bufferingPolicy: .unbounded)
         (refusals, refusalContinuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(256))
         let thread = Thread { [self] in acceptLoop() }
@@ -158,8 +161,7 @@ final class RemoteListener: @unchecked Sendable {
                 .object([("type", .string("bye")), ("reason", .string("this store does not allow this agent"))])
             )
             _ = link.write(bye[...])
-            link.terminate()
-            link.closeOutput()
+            link.closeGracefully(within: .seconds(1))
             return
         }
         let stopping = state.withLock { $0.stopping }

@@ -111,7 +111,10 @@ public final class RemoteTransport: Transport {
         } catch {
             throw ProximaError(.pluginFailed, "remote transport \"\(id)\": \(error)", underlying: error)
         }
-        state.withLock { $0.diagnostics.port = listener.port }
+        state.withLock { state in
+            state.diagnostics.port = listener.port
+            state.diagnostics.inodes += listener.inodes
+        }
         listening.set()
         log("listening on \(configuration.listenHost):\(listener.port)")
         await withTaskGroup(of: Void.self) { group in
@@ -152,6 +155,7 @@ public final class RemoteTransport: Transport {
         }
         let replaced = state.withLock { state -> DriverConnection? in
             state.diagnostics.sessions += 1
+            state.diagnostics.inodes += agent.link.inodes
             state.diagnostics.connectedAgents.insert(agent.name)
             defer { state.connections[agent.name] = connection }
             return state.connections[agent.name]
@@ -213,6 +217,9 @@ public struct RemoteTransportDiagnostics: Hashable, Sendable {
     public var refusals: [String] = []
     /// Why each agent session ended badly (replacements and shutdown not included).
     public var faults: [DriverFault] = []
+    /// Inode numbers of every socket and pipe it opened (the listener's, each agent's link), so a test can check
+    /// that none is still open.
+    public var inodes: [UInt64] = []
 
     public init() {}
 }

@@ -97,12 +97,15 @@ final class TLSLink: DriverLink, @unchecked Sendable {
     private let ssl: OpaquePointer
     private var pendingInput = false
     private var closed = false
+    /// The socket's inode, so a test can check that no descriptor of it outlives the link.
+    let socketInode: UInt64?
 
     private init(descriptor: FileDescriptor, ssl: OpaquePointer, peer: TLSPeerCertificate, peerName: String) {
         self.descriptor = descriptor
         self.ssl = ssl
         self.peer = peer
         self.peerName = peerName
+        socketInode = try? descriptor.status().inode
     }
 
     /// Runs the TLS handshake on `descriptor` (a connected socket, made non-blocking here) until `deadline`.
@@ -223,7 +226,7 @@ final class TLSLink: DriverLink, @unchecked Sendable {
     var logDescriptor: Int32? { nil }
     var hasBufferedInput: Bool { pendingInput || SSL_pending(ssl) > 0 }
     var processID: Int32? { nil }
-    var inodes: [UInt64] { [] }
+    var inodes: [UInt64] { socketInode.map { [$0] } ?? [] }
     var writesFromCallers: Bool { false }
 
     func read(into buffer: inout [UInt8]) -> ReadOutcome {
@@ -272,6 +275,28 @@ final class TLSLink: DriverLink, @unchecked Sendable {
             ERR_clear_error()
         }
         descriptor.shutdownBoth()
+    }
+
+    /// Ends the link politely from the thread that owns it: a close_notify, then the socket's write side is shut
+    /// and what the peer still sends is read and dropped until it closes too or `timeout` passes, so that a last
+    /// frame (a `bye`) is not lost to a reset; then everything is freed.
+    func closeGracefully(within timeout: Duration) {
+        guard !closed else { return }
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+        #if os(Linux)
+        _ = shutdown(descriptor.rawValue, Int32(SHUT_WR))
+        #endif
+        let deadline = ContinuousClock.now + timeout
+        var sink = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now < deadline {
+            var entry = pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 50) >= 0 else { break }
+            if entry.revents == 0 { continue }
+            let count = sink.withUnsafeMutableBytes { recv(descriptor.rawValue, $0.baseAddress, $0.count, 0) }
+            if count <= 0 && !(count < 0 && (errno == EAGAIN || errno == EINTR)) { break }
+        }
+        closeOutput()
     }
 
     func closeInput() {}
