@@ -43,10 +43,11 @@ struct RemoteConfigurationTests {
 
     /// A configuration, and the JSON path its error must name.
     static let invalid: [(String, String)] = [
-        (#"\#(base), \#(agent)"#, "plugins[2].config.listen"),
+        // A missing member is reported at the object that lacks it.
+        (#"\#(base), \#(agent)"#, "plugins[2].config"),
         (#""listen": "localhost:7443", \#(base), \#(agent)"#, "plugins[2].config.listen"),
         (#""listen": "127.0.0.1:70000", \#(base), \#(agent)"#, "plugins[2].config.listen"),
-        (#""listen": "127.0.0.1:1", "caFile": "x", "certificateFile": "y", \#(agent)"#, "plugins[2].config.privateKeyFile"),
+        (#""listen": "127.0.0.1:1", "caFile": "x", "certificateFile": "y", \#(agent)"#, "plugins[2].config"),
         (#""listen": "127.0.0.1:1", \#(base), "agents": []"#, "plugins[2].config.agents"),
         (
             #""listen": "127.0.0.1:1", \#(base), "agents": [ { "name": "a", "dns": "a.x" }, { "name": "a", "dns": "b.x" } ]"#,

@@ -113,8 +113,16 @@ final class AgentSession: @unchecked Sendable {
                 switch link.write(pending[...]) {
                 case .wrote(let count): pending.removeFirst(count)
                 case .wouldBlock: break writing
+                case .failed(let error) where error.errno == 0:
+                    reason = error.call
+                    break loop
                 case .closed, .failed:
-                    reason = "the store closed the connection"
+                    // Whatever the store said last (a TLS alert refusing this agent) is still to be read.
+                    if case .failed(let error) = link.read(into: &buffer) {
+                        reason = error.call
+                    } else {
+                        reason = "the store closed the connection"
+                    }
                     break loop
                 }
             }

@@ -195,17 +195,19 @@ public final class RemoteAgent: Sendable {
         } catch {
             return "\(error)"
         }
+        // Queued under the lock that ``apply(_:transport:)`` holds too, so no reader event can go out before them.
         let readers = state.withLock { state -> [ReaderInfo] in
             state.session = session
             state.diagnostics.sessions += 1
             state.diagnostics.inodes += link.inodes
-            return state.readers.values.filter { !state.faulted.contains($0.info.id) }.map(\.info).sorted {
+            let readers = state.readers.values.filter { !state.faulted.contains($0.info.id) }.map(\.info).sorted {
                 $0.id.rawValue < $1.id.rawValue
             }
+            session.send(AgentMessage.hello(name: "proxima-agent"))
+            session.send(AgentMessage.readers(readers))
+            for reader in readers { session.send(AgentMessage.event("cardPresent", reader: reader.id)) }
+            return readers
         }
-        session.send(AgentMessage.hello(name: "proxima-agent"))
-        session.send(AgentMessage.readers(readers))
-        for reader in readers { session.send(AgentMessage.event("cardPresent", reader: reader.id)) }
         log("joined the store at \(configuration.store) with \(readers.count) readers")
         var reason = "stopped"
         await withTaskGroup(of: Void.self) { group in
@@ -239,36 +241,50 @@ public final class RemoteAgent: Sendable {
 
     // MARK: Readers
 
+    /// Passes a transport's event on to the store, under the lock ``serve(_:)`` queues its first frames under, so
+    /// the order of frames is the order of the changes.
     private func apply(_ event: ReaderEvent, transport: Int) {
-        let (session, message): (AgentSession?, [JSONValue]) = state.withLock { state in
-            switch event {
-            case .appeared(let info):
-                state.readers[info.id] = Reader(info: info, transport: transport)
-                state.faulted.remove(info.id)
-                return (
-                    state.session,
-                    [AgentMessage.readerAppeared(info), AgentMessage.event("cardPresent", reader: info.id)]
-                )
-            case .vanished(let reader):
-                state.faulted.remove(reader)
-                guard state.readers.removeValue(forKey: reader) != nil else { return (nil, []) }
-                return (state.session, [AgentMessage.event("readerVanished", reader: reader)])
-            case .fault(let reader, _):
-                guard state.readers[reader] != nil, state.faulted.insert(reader).inserted else { return (nil, []) }
-                return (state.session, [AgentMessage.event("readerVanished", reader: reader)])
-            case .recovered(let reader):
-                guard let entry = state.readers[reader], state.faulted.remove(reader) != nil else { return (nil, []) }
-                return (
-                    state.session,
-                    [AgentMessage.readerAppeared(entry.info), AgentMessage.event("cardPresent", reader: reader)]
-                )
-            case .cardPresent(let reader), .cardRemoved(let reader):
-                guard state.readers[reader] != nil, !state.faulted.contains(reader) else { return (nil, []) }
-                let type = if case .cardPresent = event { "cardPresent" } else { "cardRemoved" }
-                return (state.session, [AgentMessage.event(type, reader: reader)])
-            }
+        state.withLock { state in
+            let (session, frames) = Self.frames(for: event, transport: transport, state: &state)
+            for frame in frames { session?.send(frame) }
         }
-        for frame in message { session?.send(frame) }
+    }
+
+    private static func frames(
+        for event: ReaderEvent,
+        transport: Int,
+        state: inout State
+    ) -> (AgentSession?, [JSONValue]) {
+        switch event {
+        case .appeared(let info):
+            state.readers[info.id] = Reader(info: info, transport: transport)
+            state.faulted.remove(info.id)
+            return (
+                state.session,
+                [AgentMessage.readerAppeared(info), AgentMessage.event("cardPresent", reader: info.id)]
+            )
+        case .vanished(let reader):
+            state.faulted.remove(reader)
+            guard state.readers.removeValue(forKey: reader) != nil else { return (nil, []) }
+            return (state.session, [AgentMessage.event("readerVanished", reader: reader)])
+        case .fault(let reader, _):
+            guard state.readers[reader] != nil, state.faulted.insert(reader).inserted else { return (nil, []) }
+            return (state.session, [AgentMessage.event("readerVanished", reader: reader)])
+        case .recovered(let reader):
+            guard let entry = state.readers[reader], state.faulted.remove(reader) != nil else { return (nil, []) }
+            return (
+                state.session,
+                [AgentMessage.readerAppeared(entry.info), AgentMessage.event("cardPresent", reader: reader)]
+            )
+        case .cardPresent(let reader):
+            guard state.readers[reader] != nil, !state.faulted.contains(reader) else { return (nil, []) }
+            return (state.session, [AgentMessage.event("cardPresent", reader: reader)])
+        case .cardRemoved:
+            // Not forwarded: `cardPresent` here means "ready for a connect", and the agent re-arms a reader
+            // itself after each disconnect; a transport's late `cardRemoved` overtaking that re-arm would leave
+            // the store waiting for a card event that never comes. A connect with no card answers `noCard`.
+            return (nil, [])
+        }
     }
 
     private func answer(_ request: AgentRequest, on session: AgentSession) async {

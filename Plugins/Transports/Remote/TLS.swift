@@ -33,12 +33,17 @@ final class TLSContext: @unchecked Sendable {
     let role: Role
     fileprivate let context: OpaquePointer
 
+    /// OpenSSL writes to the socket with `write(2)`: a peer that is gone would raise `SIGPIPE` and end the process.
+    /// It is ignored process-wide (the write then fails with `EPIPE`), as the External transport does for pipes.
+    private static let ignoreBrokenPipe: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
     /// - Parameters:
     ///   - certificate: PEM file, the leaf first (a chain may follow).
     ///   - privateKey: PEM file of its key.
     ///   - certificateAuthority: PEM file of the CA that issues the peers' certificates.
     /// - Throws: ``TLSFailure`` naming the file OpenSSL refused.
     init(role: Role, certificate: String, privateKey: String, certificateAuthority: String) throws(TLSFailure) {
+        _ = Self.ignoreBrokenPipe
         self.role = role
         guard let context = SSL_CTX_new(role == .server ? TLS_server_method() : TLS_client_method()) else {
             throw .openSSL("SSL_CTX_new")
@@ -133,6 +138,11 @@ final class TLSLink: DriverLink, @unchecked Sendable {
             throw .openSSL("SSL_new")
         }
         func fail(_ failure: TLSFailure) -> TLSFailure {
+            // The alert OpenSSL queued goes out, and what the peer already sent is read, so that closing sends no
+            // reset that would destroy the alert before the peer reads it.
+            _ = SSL_shutdown(ssl)
+            ERR_clear_error()
+            drain(descriptor, within: .milliseconds(250))
             SSL_free(ssl)
             try? descriptor.close()
             return failure
@@ -174,6 +184,22 @@ final class TLSLink: DriverLink, @unchecked Sendable {
             throw fail(error)
         }
         return TLSLink(descriptor: descriptor, ssl: ssl, peer: peer, peerName: peerName)
+    }
+
+    /// Shuts the write side and reads what the peer still sends until it closes or `timeout` passes.
+    fileprivate static func drain(_ descriptor: FileDescriptor, within timeout: Duration) {
+        #if os(Linux)
+        _ = shutdown(descriptor.rawValue, Int32(SHUT_WR))
+        #endif
+        let deadline = ContinuousClock.now + timeout
+        var sink = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now < deadline {
+            var entry = pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 50) >= 0 else { break }
+            if entry.revents == 0 { continue }
+            let count = sink.withUnsafeMutableBytes { recv(descriptor.rawValue, $0.baseAddress, $0.count, 0) }
+            if count <= 0 && !(count < 0 && (errno == EAGAIN || errno == EINTR)) { break }
+        }
     }
 
     private static func handshakeFailure(_ ssl: OpaquePointer, error: Int32, peerName: String) -> TLSFailure {
@@ -261,9 +287,11 @@ final class TLSLink: DriverLink, @unchecked Sendable {
         switch SSL_get_error(ssl, count) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wouldBlock
         case SSL_ERROR_ZERO_RETURN: return .closed
+        case SSL_ERROR_SYSCALL where ERR_peek_error() == 0:
+            return errno == EPIPE || errno == 0 ? .closed : .failed(SystemCallError(call: "TLS write", errno: errno))
         default:
-            ERR_clear_error()
-            return .closed
+            // An alert the peer sent (the store refusing this agent's certificate) surfaces here or in read.
+            return .failed(SystemCallError(call: TLSFailure.openSSL("TLS write").reason, errno: 0))
         }
     }
 
@@ -284,18 +312,7 @@ final class TLSLink: DriverLink, @unchecked Sendable {
         guard !closed else { return }
         _ = SSL_shutdown(ssl)
         ERR_clear_error()
-        #if os(Linux)
-        _ = shutdown(descriptor.rawValue, Int32(SHUT_WR))
-        #endif
-        let deadline = ContinuousClock.now + timeout
-        var sink = [UInt8](repeating: 0, count: 4096)
-        while ContinuousClock.now < deadline {
-            var entry = pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 50) >= 0 else { break }
-            if entry.revents == 0 { continue }
-            let count = sink.withUnsafeMutableBytes { recv(descriptor.rawValue, $0.baseAddress, $0.count, 0) }
-            if count <= 0 && !(count < 0 && (errno == EAGAIN || errno == EINTR)) { break }
-        }
+        Self.drain(descriptor, within: timeout)
         closeOutput()
     }
 
