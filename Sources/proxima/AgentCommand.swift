@@ -21,7 +21,12 @@ enum AgentCommand {
             .value("certificate", "FILE", help: "This agent's certificate (PEM).", required: true),
             .value("key", "FILE", help: "This agent's private key (PEM).", required: true),
             .value("ca", "FILE", help: "The store CA certificate (PEM).", required: true),
-            .value("server-name", "NAME", help: "The name the store's certificate must carry.", defaultDescription: "HOST"),
+            .value(
+                "server-name",
+                "NAME",
+                help: "The name the store's certificate must carry.",
+                defaultDescription: "HOST"
+            ),
         ],
         action: { try await run($0) }
     )

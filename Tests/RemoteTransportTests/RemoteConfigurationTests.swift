@@ -62,7 +62,10 @@ struct RemoteConfigurationTests {
             #""listen": "127.0.0.1:1", \#(base), "agents": [ { "name": "a", "spkiSHA256": "abcd" } ]"#,
             "plugins[2].config.agents[0].spkiSHA256"
         ),
-        (#""listen": "127.0.0.1:1", \#(base), "agents": [ { "name": "a b", "dns": "a.x" } ]"#, "plugins[2].config.agents[0].name"),
+        (
+            #""listen": "127.0.0.1:1", \#(base), "agents": [ { "name": "a b", "dns": "a.x" } ]"#,
+            "plugins[2].config.agents[0].name"
+        ),
         (#""listen": "127.0.0.1:1", \#(base), \#(agent), "callTimeoutMs": 0"#, "plugins[2].config.callTimeoutMs"),
         (#""listen": "127.0.0.1:1", \#(base), \#(agent), "tls": "1.2""#, "plugins[2].config.tls"),
     ]

@@ -65,7 +65,10 @@ struct RemoteLinkTests {
         ("agent-2", "matches no entry of plugins \"lanes\" agents", "this store does not allow this agent"),
     ]
 
-    @Test("an agent certificate from another CA, an expired one and an unlisted agent are refused", arguments: refusedAgents)
+    @Test(
+        "an agent certificate from another CA, an expired one and an unlisted agent are refused",
+        arguments: refusedAgents
+    )
     func refusedAgent(certificate: String, store storeReason: String, agent agentReason: String) async throws {
         let captured = Captured()
         let registry = try storeRegistry(capturing: captured)
@@ -110,7 +113,8 @@ struct RemoteLinkTests {
         }
         #expect(
             failures.allSatisfy {
-                $0.contains("the store at 127.0.0.1:") && $0.contains("certificate refused: self-signed certificate in certificate chain")
+                $0.contains("the store at 127.0.0.1:")
+                    && $0.contains("certificate refused: self-signed certificate in certificate chain")
             },
             "\(failures)"
         )

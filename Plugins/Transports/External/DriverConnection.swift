@@ -367,7 +367,9 @@ package final class DriverConnection: @unchecked Sendable {
 
             var entries: [(fd: Int32, read: Bool, write: Bool)] = [(wakeRead, true, false)]
             if inputOpen {
-                entries.append((link.inputDescriptor, true, wantsWrite && link.outputDescriptor == link.inputDescriptor))
+                entries.append(
+                    (link.inputDescriptor, true, wantsWrite && link.outputDescriptor == link.inputDescriptor)
+                )
             }
             if wantsWrite && (!inputOpen || link.outputDescriptor != link.inputDescriptor) {
                 entries.append((link.outputDescriptor, false, true))

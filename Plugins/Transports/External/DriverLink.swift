@@ -55,7 +55,9 @@ final class ProcessDriverLink: DriverLink {
     var peerName: String { "the driver" }
     var writesFromCallers: Bool { true }
 
-    func read(into buffer: inout [UInt8]) -> ReadOutcome { DriverSystemCalls.read(process.standardOutput, into: &buffer) }
+    func read(into buffer: inout [UInt8]) -> ReadOutcome {
+        DriverSystemCalls.read(process.standardOutput, into: &buffer)
+    }
     func write(_ bytes: ArraySlice<UInt8>) -> WriteOutcome { DriverSystemCalls.write(process.standardInput, bytes) }
     func readLog(into buffer: inout [UInt8]) -> ReadOutcome {
         DriverSystemCalls.read(process.standardError, into: &buffer)

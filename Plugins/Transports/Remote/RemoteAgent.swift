@@ -303,7 +303,9 @@ public final class RemoteAgent: Sendable {
             let wait = min(configuration.connectWait, .milliseconds(timeout * 8 / 10))
             do {
                 let channel = try await withThrowingTaskGroup(of: (any CardChannel)?.self) { group in
-                    group.addTask { try await transport.connect(to: readerID, options: ConnectOptions(exclusive: exclusive)) }
+                    group.addTask {
+                        try await transport.connect(to: readerID, options: ConnectOptions(exclusive: exclusive))
+                    }
                     group.addTask {
                         try await Task.sleep(for: wait)
                         return nil

@@ -90,7 +90,10 @@ public struct RemoteConfiguration: Hashable, Sendable {
         let listen = try object.string("listen")
         guard let endpoint = RemoteEndpoint(parsing: listen), endpoint.host.allSatisfy({ $0.isNumber || $0 == "." })
         else {
-            throw object.fail("listen", "expected \"IPv4:port\" such as \"0.0.0.0:7443\", found \"\(listen.prefix(64))\"")
+            throw object.fail(
+                "listen",
+                "expected \"IPv4:port\" such as \"0.0.0.0:7443\", found \"\(listen.prefix(64))\""
+            )
         }
         listenHost = endpoint.host
         listenPort = endpoint.port

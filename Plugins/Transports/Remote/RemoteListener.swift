@@ -67,7 +67,10 @@ final class RemoteListener: @unchecked Sendable {
         port = socket.localPort
         inodes = [socket, wakeRead, wakeWrite].compactMap { try? $0.status().inode }
         (agents, agentContinuation) = AsyncStream.makeStream(of: Agent.self, bufferingPolicy: .unbounded)
-        (refusals, refusalContinuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(256))
+        (refusals, refusalContinuation) = AsyncStream.makeStream(
+            of: String.self,
+            bufferingPolicy: .bufferingNewest(256)
+        )
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "remote:\(transportID)"
         thread.start()

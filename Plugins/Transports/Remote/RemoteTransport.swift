@@ -199,7 +199,11 @@ public final class RemoteTransport: Transport {
 
     public func connect(to reader: ReaderID, options: ConnectOptions) async throws -> any CardChannel {
         guard let table = tables.values.first(where: { $0.owns(reader) }) else {
-            throw ProximaError(.readerVanished, "remote transport \"\(id)\" has no reader \"\(reader)\"", reader: reader)
+            throw ProximaError(
+                .readerVanished,
+                "remote transport \"\(id)\" has no reader \"\(reader)\"",
+                reader: reader
+            )
         }
         return try await table.openChannel(to: reader, options: options)
     }
