@@ -7,14 +7,15 @@ internal import Synchronization
 
 /// The agent's end of one TLS link to the store: frames in, frames out, on one thread.
 ///
-/// **Thread.** `agent-link` polls the socket and a wake pipe; it is the only thread that calls OpenSSL on the link
-/// (reads, the writes of queued frames, shutdown, free). ``send(_:)`` queues a frame and wakes it. Frames read are
+/// **Thread.** `agent-link` polls the socket and a wake pipe, reads, and writes what ``send(_:)`` could not write at
+/// once (a full socket buffer); ``send(_:)`` writes a frame itself when nothing waits before it (a non-blocking TLS
+/// write, under the link's lock). Frames read are
 /// parsed (``AgentRequest``) and go out through ``incoming``; the first fault (end of the link, a TLS alert, a
 /// malformed or oversized frame, no kernel `hello` in time) or ``stop()`` ends the session: the link is shut down and
 /// freed, and ``incoming`` yields ``Incoming/ended(_:)`` and finishes.
 ///
-/// `@unchecked Sendable`: `outbox`, `stopping` and the wake pipe's state sit behind `state`'s lock; `link` is used by
-/// the thread only.
+/// `@unchecked Sendable`: `outbox`, `stopping` and the wake pipe's state sit behind `state`'s lock; writes to `link`
+/// happen under it too (so frames keep their order), and `link` guards its own `SSL` object.
 final class AgentSession: @unchecked Sendable {
     enum Incoming: Sendable {
         case request(AgentRequest)
@@ -63,7 +64,17 @@ final class AgentSession: @unchecked Sendable {
         let frame = DriverFrame.encode(message)
         state.withLock { state in
             guard state.stopReason == nil, state.wakeOpen else { return }
-            state.outbox += frame
+            if state.outbox.isEmpty {
+                // Nothing queued before it: written at once (a non-blocking TLS write), the rest left to the thread.
+                switch link.write(frame[...]) {
+                case .wrote(let count) where count == frame.count: return
+                case .wrote(let count): state.outbox = Array(frame[count...])
+                case .wouldBlock: state.outbox = frame
+                case .closed, .failed: return  // the thread reads why
+                }
+            } else {
+                state.outbox += frame
+            }
             var byte: UInt8 = 1
             _ = write(wakeWrite, &byte, 1)
         }
@@ -95,37 +106,43 @@ final class AgentSession: @unchecked Sendable {
     private func serve() {
         var decoder = DriverFrame.Decoder(maximumPayload: maximumFrameBytes)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        var pending: [UInt8] = []
+        var outboxWaiting = false
         let helloDeadline = ContinuousClock.now + helloTimeout
         var helloSeen = false
         var reason: String?
         loop: while reason == nil {
-            let (queued, stop) = state.withLock { state -> ([UInt8], String?) in
-                defer { state.outbox = [] }
-                return (state.outbox, state.stopReason)
+            // The outbox is written under the lock that senders hold, so frames keep their order.
+            let (stop, written, outboxLeft) = state.withLock { state -> (String?, WriteOutcome?, Bool) in
+                guard state.stopReason == nil else { return (state.stopReason, nil, false) }
+                var last: WriteOutcome?
+                while !state.outbox.isEmpty {
+                    let outcome = link.write(state.outbox[...])
+                    last = outcome
+                    guard case .wrote(let count) = outcome else { break }
+                    state.outbox.removeFirst(count)
+                }
+                return (nil, last, !state.outbox.isEmpty)
             }
             if let stop {
                 reason = stop
                 break
             }
-            pending += queued
-            writing: while !pending.isEmpty {
-                switch link.write(pending[...]) {
-                case .wrote(let count): pending.removeFirst(count)
-                case .wouldBlock: break writing
-                case .failed(let error) where error.errno == 0:
+            switch written {
+            case .failed(let error)? where error.errno == 0:
+                reason = error.call
+                break loop
+            case .closed?, .failed?:
+                // Whatever the store said last (a TLS alert refusing this agent) is still to be read.
+                if case .failed(let error) = link.read(into: &buffer) {
                     reason = error.call
-                    break loop
-                case .closed, .failed:
-                    // Whatever the store said last (a TLS alert refusing this agent) is still to be read.
-                    if case .failed(let error) = link.read(into: &buffer) {
-                        reason = error.call
-                    } else {
-                        reason = "the store closed the connection"
-                    }
-                    break loop
+                } else {
+                    reason = "the store closed the connection"
                 }
+                break loop
+            default:
+                break
             }
+            outboxWaiting = outboxLeft
             let now = ContinuousClock.now
             if !helloSeen && now >= helloDeadline {
                 reason = "no hello from the store within \(helloTimeout)"
@@ -136,7 +153,7 @@ final class AgentSession: @unchecked Sendable {
             var entries = [
                 pollfd(
                     fd: link.inputDescriptor,
-                    events: Int16(POLLIN | (pending.isEmpty ? 0 : POLLOUT)),
+                    events: Int16(POLLIN | (outboxWaiting ? POLLOUT : 0)),
                     revents: 0
                 ),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),

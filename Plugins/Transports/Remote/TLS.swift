@@ -4,6 +4,7 @@ internal import Glibc
 internal import ProximaCore
 internal import ProximaCrypto
 internal import ProximaSystem
+internal import Synchronization
 
 /// Why a TLS context could not be built or a handshake failed: what, with OpenSSL's own words.
 public struct TLSFailure: Error, Hashable, Sendable, CustomStringConvertible {
@@ -86,22 +87,27 @@ struct TLSPeerCertificate: Sendable {
     var matchedNames: Set<String>
 }
 
+private struct Access {
+    var pendingInput = false
+    var closed = false
+}
+
 /// One TLS 1.3 connection over a non-blocking TCP socket, as a ``DriverLink``.
 ///
-/// **Threads.** Every OpenSSL call on the connection happens on one thread: the handshake on the thread that calls
-/// ``handshake(descriptor:context:serverName:peerNames:deadline:peerName:)``, everything after it on the
-/// ``DriverConnection``'s thread (``writesFromCallers`` is `false`, so callers queue and wake it). The `SSL` object is
-/// thus never shared, and no lock guards it.
+/// **Threads.** The handshake, which blocks (it polls until done or its deadline), runs on the thread that calls
+/// ``handshake(descriptor:context:serverName:peerNames:deadline:peerName:)``, never on the cooperative pool. After it
+/// the socket is non-blocking and no OpenSSL call on it waits: the owning thread (a ``DriverConnection``'s or an
+/// ``AgentSession``'s) reads and flushes queued frames, and a caller may write a frame at once; every such call
+/// holds ``access``, as OpenSSL requires for one `SSL` object used from several threads.
 ///
-/// `@unchecked Sendable`: `ssl` and `pendingInput` are touched by one thread at a time: the handshaking thread,
-/// then (after the hand-off through the connection's start) the connection's thread only.
+/// `@unchecked Sendable`: `ssl` is only used under ``access`` once the handshake returned it.
 final class TLSLink: DriverLink, @unchecked Sendable {
     let descriptor: FileDescriptor
     let peerName: String
     let peer: TLSPeerCertificate
     private let ssl: OpaquePointer
-    private var pendingInput = false
-    private var closed = false
+    /// Held across every OpenSSL call on ``ssl`` after the handshake (none blocks: the socket is non-blocking).
+    private let access = Mutex(Access())
     /// The socket's inode, so a test can check that no descriptor of it outlives the link.
     let socketInode: UInt64?
 
@@ -250,57 +256,69 @@ final class TLSLink: DriverLink, @unchecked Sendable {
     var inputDescriptor: Int32 { descriptor.rawValue }
     var outputDescriptor: Int32 { descriptor.rawValue }
     var logDescriptor: Int32? { nil }
-    var hasBufferedInput: Bool { pendingInput || SSL_pending(ssl) > 0 }
+    var hasBufferedInput: Bool {
+        access.withLock { state in !state.closed && (state.pendingInput || SSL_pending(ssl) > 0) }
+    }
     var processID: Int32? { nil }
     var inodes: [UInt64] { socketInode.map { [$0] } ?? [] }
-    var writesFromCallers: Bool { false }
+    /// Callers write at once: every OpenSSL call on the link holds ``access``, and none of them blocks (the socket
+    /// is non-blocking), so the owning thread and a writer never wait on each other for long and one thread switch
+    /// per frame is saved.
+    var writesFromCallers: Bool { true }
 
     func read(into buffer: inout [UInt8]) -> ReadOutcome {
-        guard !closed else { return .endOfFile }
-        ERR_clear_error()
-        let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(clamping: $0.count)) }
-        if count > 0 {
-            pendingInput = count == buffer.count
-            return .bytes(Int(count))
-        }
-        pendingInput = false
-        switch SSL_get_error(ssl, count) {
-        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
-            return .wouldBlock
-        case SSL_ERROR_ZERO_RETURN:
-            return .endOfFile
-        case SSL_ERROR_SYSCALL where ERR_peek_error() == 0:
-            let code = errno
-            return code == 0 ? .endOfFile : .failed(SystemCallError(call: "TLS read", errno: code))
-        default:
-            // The peer's alert (an expired or unknown certificate seen by the store) lands here on the agent's side.
-            let failure = TLSFailure.openSSL("TLS read")
-            return .failed(SystemCallError(call: failure.reason, errno: 0))
+        access.withLock { state in
+            guard !state.closed else { return .endOfFile }
+            ERR_clear_error()
+            let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(clamping: $0.count)) }
+            if count > 0 {
+                state.pendingInput = count == buffer.count
+                return .bytes(Int(count))
+            }
+            state.pendingInput = false
+            switch SSL_get_error(ssl, count) {
+            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+                return .wouldBlock
+            case SSL_ERROR_ZERO_RETURN:
+                return .endOfFile
+            case SSL_ERROR_SYSCALL where ERR_peek_error() == 0:
+                let code = errno
+                return code == 0 ? .endOfFile : .failed(SystemCallError(call: "TLS read", errno: code))
+            default:
+                // The peer's alert (an expired or unknown certificate seen by the store) lands here on the agent.
+                let failure = TLSFailure.openSSL("TLS read")
+                return .failed(SystemCallError(call: failure.reason, errno: 0))
+            }
         }
     }
 
     func write(_ bytes: ArraySlice<UInt8>) -> WriteOutcome {
-        guard !closed else { return .closed }
-        ERR_clear_error()
-        let count = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32(clamping: $0.count)) }
-        if count > 0 { return .wrote(Int(count)) }
-        switch SSL_get_error(ssl, count) {
-        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wouldBlock
-        case SSL_ERROR_ZERO_RETURN: return .closed
-        case SSL_ERROR_SYSCALL where ERR_peek_error() == 0:
-            return errno == EPIPE || errno == 0 ? .closed : .failed(SystemCallError(call: "TLS write", errno: errno))
-        default:
-            // An alert the peer sent (the store refusing this agent's certificate) surfaces here or in read.
-            return .failed(SystemCallError(call: TLSFailure.openSSL("TLS write").reason, errno: 0))
+        access.withLock { state in
+            guard !state.closed else { return .closed }
+            ERR_clear_error()
+            let count = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32(clamping: $0.count)) }
+            if count > 0 { return .wrote(Int(count)) }
+            switch SSL_get_error(ssl, count) {
+            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wouldBlock
+            case SSL_ERROR_ZERO_RETURN: return .closed
+            case SSL_ERROR_SYSCALL where ERR_peek_error() == 0:
+                let code = errno
+                return code == EPIPE || code == 0 ? .closed : .failed(SystemCallError(call: "TLS write", errno: code))
+            default:
+                // An alert the peer sent (the store refusing this agent's certificate) surfaces here or in read.
+                return .failed(SystemCallError(call: TLSFailure.openSSL("TLS write").reason, errno: 0))
+            }
         }
     }
 
     func readLog(into buffer: inout [UInt8]) -> ReadOutcome { .endOfFile }
 
     func terminate() {
-        if !closed {
-            _ = SSL_shutdown(ssl)  // a close_notify, best effort: the socket is non-blocking
-            ERR_clear_error()
+        access.withLock { state in
+            if !state.closed {
+                _ = SSL_shutdown(ssl)  // a close_notify, best effort: the socket is non-blocking
+                ERR_clear_error()
+            }
         }
         descriptor.shutdownBoth()
     }
@@ -309,9 +327,13 @@ final class TLSLink: DriverLink, @unchecked Sendable {
     /// and what the peer still sends is read and dropped until it closes too or `timeout` passes, so that a last
     /// frame (a `bye`) is not lost to a reset; then everything is freed.
     func closeGracefully(within timeout: Duration) {
-        guard !closed else { return }
-        _ = SSL_shutdown(ssl)
-        ERR_clear_error()
+        let open = access.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            _ = SSL_shutdown(ssl)
+            ERR_clear_error()
+            return true
+        }
+        guard open else { return }
         Self.drain(descriptor, within: timeout)
         closeOutput()
     }
@@ -320,10 +342,12 @@ final class TLSLink: DriverLink, @unchecked Sendable {
     func closeLog() {}
 
     func closeOutput() {
-        guard !closed else { return }
-        closed = true
-        SSL_free(ssl)
-        try? descriptor.close()
+        access.withLock { state in
+            guard !state.closed else { return }
+            state.closed = true
+            SSL_free(ssl)
+            try? descriptor.close()
+        }
     }
 
     func reap() -> DriverExitStatus? { nil }
