@@ -249,7 +249,7 @@ let package = Package(
 
         .executableTarget(
             name: "RemoteBenchmark",
-            dependencies: ["ProximaCore", "RemoteTransport", "ProximaCardEmulator"],
+            dependencies: ["ProximaCore", "RemoteTransport", "ProximaCardEmulator", "ProximaSystem"],
             path: "Benchmarks/RemoteBenchmark",
             swiftSettings: strict
         ),

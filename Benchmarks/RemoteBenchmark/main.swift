@@ -13,6 +13,7 @@
 import Foundation
 import ProximaCardEmulator
 import ProximaCore
+import ProximaSystem
 import RemoteTransport
 import Synchronization
 
@@ -112,11 +113,57 @@ func remote(count: Int) async throws -> Duration {
     }
 }
 
+/// Round trips of an 80-byte message to an echo thread over loopback TCP, no TLS, blocking calls on this thread: what
+/// two thread switches and four TCP segments cost on this machine now (the remote path has at least that twice over).
+func tcpFloor(count: Int) throws -> Duration {
+    let listener = try FileDescriptor.listenTCP(host: "127.0.0.1", port: 0)
+    let port = listener.localPort
+    let echo = Thread {
+        var entry = pollfd(fd: listener.rawValue, events: Int16(POLLIN), revents: 0)
+        _ = poll(&entry, 1, 5000)
+        guard let (peer, _) = (try? listener.acceptConnection()) ?? nil else { return }
+        var byte = [UInt8](repeating: 0, count: 80)
+        while true {
+            var entry = pollfd(fd: peer.rawValue, events: Int16(POLLIN), revents: 0)
+            _ = poll(&entry, 1, 5000)
+            let n = byte.withUnsafeMutableBytes { (try? peer.receive(into: $0)) ?? 0 }
+            guard n > 0 else { break }
+            try? peer.sendAll(Array(byte[..<n]))
+        }
+        try? peer.close()
+    }
+    echo.start()
+    let client = try FileDescriptor.connectTCP(host: "127.0.0.1", port: port)
+    client.setNoDelay()
+    let message = [UInt8](repeating: 0x41, count: 80)
+    var buffer = [UInt8](repeating: 0, count: 80)
+    let start = ContinuousClock.now
+    for _ in 0..<count {
+        try client.sendAll(message)
+        var received = 0
+        while received < message.count {
+            let n = try buffer.withUnsafeMutableBytes { raw in
+                try client.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[received...]))
+            }
+            guard n > 0 else { fatalError("echo ended") }
+            received += n
+        }
+    }
+    let elapsed = ContinuousClock.now - start
+    try client.close()
+    try listener.close()
+    return elapsed
+}
+
+let floor = try tcpFloor(count: exchanges)
 let inProcess = try await run(InProcessCardChannel(card: ChallengeCard(), recordsExchanges: false), count: exchanges)
 let viaAgent = try await remote(count: exchanges)
 let base = microseconds(inProcess, per: exchanges)
+let tcp = microseconds(floor, per: exchanges)
 let agent = microseconds(viaAgent, per: exchanges)
 print("exchanges: \(exchanges), GET CHALLENGE, one card, agent and store in this process over 127.0.0.1")
 print(String(format: "in-process card (baseline):    %8.2f µs/APDU", base))
+print(String(format: "TCP echo round trip (floor):   %8.2f µs", tcp))
 print(String(format: "remote agent, TLS 1.3 loopback:%8.2f µs/APDU  (%.0f× baseline)", agent, agent / base))
 print(String(format: "remote overhead per APDU:      %8.2f µs (goal ≤ 150 µs)", agent - base))
+print(String(format: "  as TCP echo round trips:     %8.1f (the path makes two, plus TLS, JSON and 4 wake-ups)", agent / tcp))
