@@ -121,6 +121,31 @@ struct RemoteLinkTests {
         #expect(captured.transport?.diagnostics.sessions == 0)
     }
 
+    @Test("the store's certificate must name the server name: localhost joins (sent as SNI), another name is refused")
+    func serverNameIsChecked() async throws {
+        let captured = Captured()
+        let registry = try storeRegistry(capturing: captured)
+        let manifest = try storeManifest(registry: registry)
+        let failures = try await withKernel(manifest, registry: registry) { kernel in
+            let port = try #require(await captured.transport?.waitUntilListening())
+            var named = agentConfiguration(port: port)
+            named.serverName = "localhost"
+            let joined = RemoteAgent(configuration: named, transports: try lanePCTransports())
+            try await withAgent(joined) {
+                try await waitUntil("the agent's reader is idle") { await state(of: Self.reader, in: kernel) == .idle }
+            }
+            var wrong = agentConfiguration(port: port)
+            wrong.serverName = "intruder.example"
+            let refused = RemoteAgent(configuration: wrong, transports: try lanePCTransports())
+            return try await withAgent(refused) {
+                try await waitUntil("a failure") { !refused.diagnostics.failures.isEmpty }
+                return refused.diagnostics.failures
+            }
+        }
+        #expect(failures.allSatisfy { $0.contains("certificate refused: hostname mismatch") }, "\(failures)")
+        #expect(captured.transport?.diagnostics.sessions == 1)
+    }
+
     @Test("an agent started before the store joins once it listens, and again after the store restarts")
     func agentReconnects() async throws {
         let port = try freePort()
