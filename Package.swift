@@ -37,6 +37,7 @@ let package = Package(
         .executable(name: "CCIDBenchmark", targets: ["CCIDBenchmark"]),
         .executable(name: "MDLBenchmark", targets: ["MDLBenchmark"]),
         .executable(name: "LoyaltyBenchmark", targets: ["LoyaltyBenchmark"]),
+        .executable(name: "RemoteBenchmark", targets: ["RemoteBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -84,6 +85,14 @@ let package = Package(
             path: "Plugins/Transports/External",
             swiftSettings: strict
         ),
+        // Readers of lane PCs over TLS 1.3 with mutual authentication (libssl), and the agent that offers them; the
+        // frames and the session code are the External transport's.
+        .target(
+            name: "RemoteTransport",
+            dependencies: ["ProximaCore", "ExternalTransport", "ProximaCrypto", "ProximaSystem", "COpenSSL"],
+            path: "Plugins/Transports/Remote",
+            swiftSettings: strict
+        ),
         .target(
             name: "LibNFCTransport",
             dependencies: ["ProximaCore", "CNFC"],
@@ -126,7 +135,7 @@ let package = Package(
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
                 "PaymentCapability", "EMVCommon", "ExternalTransport", "LibNFCTransport",
-                "CCIDTransport", "LoyaltyCapability",
+                "CCIDTransport", "LoyaltyCapability", "RemoteTransport",
             ],
             swiftSettings: strict
         ),
@@ -142,7 +151,7 @@ let package = Package(
             name: "proxima",
             dependencies: [
                 "Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability",
-                "PaymentCapability", "ProximaProcessorSandbox", "ProximaCrypto", "ProximaSystem",
+                "PaymentCapability", "ProximaProcessorSandbox", "ProximaCrypto", "ProximaSystem", "RemoteTransport",
             ],
             swiftSettings: strict
         ),
@@ -175,7 +184,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzDriverFrame",
-            dependencies: ["ProximaCore", "ExternalTransport"],
+            dependencies: ["ProximaCore", "ExternalTransport", "RemoteTransport"],
             path: "Fuzz/FuzzDriverFrame"
         ),
         .executableTarget(
@@ -238,6 +247,12 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        .executableTarget(
+            name: "RemoteBenchmark",
+            dependencies: ["ProximaCore", "RemoteTransport", "ProximaCardEmulator", "ProximaSystem"],
+            path: "Benchmarks/RemoteBenchmark",
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "LibNFCBenchmark",
             dependencies: ["ProximaCore", "LibNFCTransport", "ProximaCardEmulator", "CNFC"],
@@ -366,6 +381,14 @@ let package = Package(
                 "PaymentCapability", "ProximaCrypto", "ProximaTestSupport",
             ],
             exclude: ["Drivers"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "RemoteTransportTests",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "Proxima", "RemoteTransport", "ExternalTransport",
+                "ProximaCardEmulator", "PaymentCapability", "ProximaSystem",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

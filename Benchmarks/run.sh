@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One product per build: given several --product flags, SwiftPM builds only the last.
-for product in SchedulerBenchmark ExchangeBenchmark PaymentBenchmark LoyaltyBenchmark MDLBenchmark PCSCBenchmark ExternalBenchmark LibNFCBenchmark CCIDBenchmark proxima; do
+for product in SchedulerBenchmark ExchangeBenchmark PaymentBenchmark LoyaltyBenchmark MDLBenchmark PCSCBenchmark ExternalBenchmark RemoteBenchmark LibNFCBenchmark CCIDBenchmark proxima; do
     swift build -c release --product "$product" 2>&1 | grep -v 'prohibited flag' | tail -n 1
 done
 echo "== Scheduler: lease + release cycles, 64 readers, 16 lanes, 1,000 requesters"
@@ -18,6 +18,9 @@ echo "== Payment reads on the simulator, air time off: CPU per read per card pro
 echo
 echo "== External transport: per-APDU overhead of a driver process against the same card in-process"
 .build/release/ExternalBenchmark
+echo
+echo "== Remote agent: per-APDU overhead of a lane-PC agent over loopback TLS 1.3 against the same card in-process"
+.build/release/RemoteBenchmark
 echo
 echo "== mDL reader: Annex D DeviceResponse verification against a Python verifier of the same bytes"
 .build/release/MDLBenchmark

@@ -1,8 +1,9 @@
 import ExternalTransport
 import ProximaCore
+import RemoteTransport
 
 /// Feeds the bytes to the driver-protocol frame decoder in pieces whose sizes come from the input, parses every frame
-/// as a driver message, and checks that re-encoding a decoded payload gives the same frame.
+/// as a driver message and as a kernel request (what a remote agent parses), and checks that re-encoding a decoded payload gives the same frame.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func test(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let bytes = Array(UnsafeRawBufferPointer(start: start, count: count))
@@ -27,6 +28,7 @@ public func test(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             guard payload.count <= decoder.maximumPayload else { fatalError("payload over the cap") }
             reassembled += DriverFrame.encode(payload: payload)
             _ = try? DriverMessage.parse(payload)
+            _ = try? AgentRequest.parse(payload)
         }
     }
     // Whatever was decoded is a prefix of the input, byte for byte.

@@ -6,6 +6,7 @@ internal import PCSCTransport
 internal import PaymentCapability
 internal import ProximaCore
 public import ProximaKernel
+internal import RemoteTransport
 internal import SimulatorTransport
 
 /// The plugin types compiled into Proxima, registered in code: the manifest's `type` picks one.
@@ -45,6 +46,21 @@ public enum BuiltinPlugins {
                 ExternalTransport(
                     id: context.id,
                     configuration: try ExternalConfiguration(
+                        json: context.configuration,
+                        path: context.configurationPath,
+                        baseDirectory: context.baseDirectory
+                    )
+                )
+            }
+        )
+        registry.register(
+            TransportType(
+                name: "remote",
+                summary: "readers of lane-PC agents (proxima agent) over TLS 1.3 with mutual authentication"
+            ) { context in
+                RemoteTransport(
+                    id: context.id,
+                    configuration: try RemoteConfiguration(
                         json: context.configuration,
                         path: context.configurationPath,
                         baseDirectory: context.baseDirectory

@@ -25,6 +25,7 @@ public struct Errno: Error, RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let connectionReset = Errno(rawValue: ECONNRESET)
     public static let notDirectory = Errno(rawValue: ENOTDIR)
     public static let isDirectory = Errno(rawValue: EISDIR)
+    public static let connectionAborted = Errno(rawValue: ECONNABORTED)
 
     public var description: String { "\(String(cString: strerror(rawValue))) (errno \(rawValue))" }
 }

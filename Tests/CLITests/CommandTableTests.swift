@@ -8,7 +8,7 @@ import Testing
     /// when the table gains a command this list does not name, so each new command gets these tests too.
     static let commands: [[String]] = [
         [], ["config"], ["config", "check"], ["readers"], ["demo"], ["pay"], ["psp"], ["psp", "keygen"],
-        ["psp", "token"], ["psp", "decrypt"], ["cardsim"], ["vas"], ["help"],
+        ["psp", "token"], ["psp", "decrypt"], ["cardsim"], ["vas"], ["agent"], ["help"],
     ]
     static let groups: Set<[String]> = [[], ["config"], ["psp"]]
     static var leaves: [[String]] { commands.filter { !groups.contains($0) } }
@@ -151,6 +151,7 @@ import Testing
         (["psp", "token"], 3),
         (["psp", "decrypt", "AAAA"], 3),
         (["cardsim", "--vpcd", "127.0.0.1:1", "--card", "/nonexistent/card.json"], 1),
+        (["agent", "--connect", "127.0.0.1:1", "--certificate", "c.pem", "--key", "k.pem", "--ca", "ca.pem"], 3),
         (["help"], 0),
     ]
 

@@ -1,5 +1,5 @@
 internal import Foundation
-internal import ProximaCore
+package import ProximaCore
 internal import Synchronization
 
 /// Why a driver session ended badly; the supervisor restarts the driver (or opens the breaker) after any of them.
@@ -52,19 +52,20 @@ public struct DriverFault: Error, Hashable, Sendable, CustomStringConvertible {
 /// `@unchecked Sendable`: every mutable member sits behind a `Mutex` (`state` for calls and faults, `writer` for what
 /// goes to standard input); the descriptors are only closed by the thread, standard input and the wake pipe under the
 /// writer's lock.
-final class DriverConnection: @unchecked Sendable {
-    enum Incoming: Sendable {
+package final class DriverConnection: @unchecked Sendable {
+    package enum Incoming: Sendable {
         case message(DriverMessage)
         case failed(DriverFault)
     }
 
-    let pluginID: String
-    let pid: Int32
+    package let pluginID: String
+    /// The driver's pid, 0 for a remote agent.
+    package let pid: Int32
     let pipeInodes: [UInt64]
-    let incoming: AsyncStream<Incoming>
+    package let incoming: AsyncStream<Incoming>
 
     private let continuation: AsyncStream<Incoming>.Continuation
-    private let process: SpawnedProcess
+    private let link: any DriverLink
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let configuration: ExternalConfiguration
@@ -109,26 +110,18 @@ final class DriverConnection: @unchecked Sendable {
 
     /// Starts `executable` and the thread that serves it, and sends the kernel's `hello`.
     /// - Throws: ``DriverFault`` `.notStarted` when a pipe or `posix_spawn` fails.
-    init(
+    convenience init(
         pluginID: String,
         executable: String,
         configuration: ExternalConfiguration,
         log: @escaping @Sendable (String) -> Void
     ) throws(DriverFault) {
-        self.pluginID = pluginID
-        self.configuration = configuration
-        self.log = log
         var environment = DriverSystemCalls.environment().filter { entry in
             guard let key = entry.split(separator: "=", maxSplits: 1).first else { return true }
             return configuration.environment[String(key)] == nil
         }
         environment += configuration.environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        let wake: (read: Int32, write: Int32)
-        do {
-            wake = try DriverSystemCalls.wakePipe()
-        } catch {
-            throw DriverFault(.notStarted, "\(error)")
-        }
+        let process: SpawnedProcess
         do {
             process = try DriverSystemCalls.spawn(
                 executable: executable,
@@ -137,14 +130,47 @@ final class DriverConnection: @unchecked Sendable {
                 workingDirectory: configuration.workingDirectory
             )
         } catch {
-            DriverSystemCalls.close(wake.read)
-            DriverSystemCalls.close(wake.write)
             throw DriverFault(.notStarted, "\(error)")
         }
+        let link = ProcessDriverLink(process)
+        do {
+            try self.init(pluginID: pluginID, link: link, configuration: configuration, log: log)
+        } catch {
+            link.terminate()
+            link.closeInput()
+            link.closeLog()
+            link.closeOutput()
+            _ = link.reap()
+            throw error
+        }
+    }
+
+    /// Serves the protocol over `link` (a child's pipes or an agent's TLS connection) on a thread of its own, and
+    /// sends the kernel's `hello`. The connection owns `link` from now on and closes it when it ends.
+    /// - Parameters:
+    ///   - configuration: the session's limits (``ExternalConfiguration/callTimeout``, handshake timeout, frame size,
+    ///     event rate, log rate); its command members are not used.
+    /// - Throws: ``DriverFault`` `.notStarted` when the wake pipe cannot be made (`link` is then not touched).
+    package init(
+        pluginID: String,
+        link: any DriverLink,
+        configuration: ExternalConfiguration,
+        log: @escaping @Sendable (String) -> Void
+    ) throws(DriverFault) {
+        self.pluginID = pluginID
+        self.configuration = configuration
+        self.log = log
+        let wake: (read: Int32, write: Int32)
+        do {
+            wake = try DriverSystemCalls.wakePipe()
+        } catch {
+            throw DriverFault(.notStarted, "\(error)")
+        }
+        self.link = link
         wakeRead = wake.read
         wakeWrite = wake.write
-        pid = process.pid
-        pipeInodes = process.pipeInodes
+        pid = link.processID ?? 0
+        pipeInodes = link.inodes
         (incoming, continuation) = AsyncStream.makeStream(of: Incoming.self, bufferingPolicy: .unbounded)
         var initial = State()
         initial.helloDeadline = .now + configuration.handshakeTimeout
@@ -204,7 +230,7 @@ final class DriverConnection: @unchecked Sendable {
     }
 
     /// Queues a frame that answers nothing (the kernel's `hello` and `bye`).
-    func send(_ message: JSONValue) {
+    package func send(_ message: JSONValue) {
         guard state.withLock({ $0.fault == nil }) else { return }
         enqueue(DriverFrame.encode(message))
     }
@@ -217,7 +243,13 @@ final class DriverConnection: @unchecked Sendable {
                 writer.outbox += frame
                 return
             }
-            switch DriverSystemCalls.write(process.standardInput, frame[...]) {
+            guard link.writesFromCallers else {
+                writer.outbox = frame
+                outboxPending.store(true, ordering: .releasing)
+                if writer.wakeOpen { DriverSystemCalls.wake(wakeWrite) }
+                return
+            }
+            switch link.write(frame[...]) {
             case .wrote(let count) where count == frame.count:
                 return
             case .wrote(let count):
@@ -252,7 +284,7 @@ final class DriverConnection: @unchecked Sendable {
     }
 
     /// Ends the session: the driver is killed and its pending calls fail. Returns at once; see ``waitUntilEnded()``.
-    func fail(_ fault: DriverFault) {
+    package func fail(_ fault: DriverFault) {
         let waiting = state.withLock { state -> [Pending]? in
             guard state.fault == nil else { return nil }
             state.fault = fault
@@ -268,10 +300,10 @@ final class DriverConnection: @unchecked Sendable {
     }
 
     /// Stops the driver (kernel shutdown).
-    func stop() { fail(DriverFault(.stopped, "the kernel stopped the driver")) }
+    package func stop() { fail(DriverFault(.stopped, "the kernel stopped the driver")) }
 
     /// Waits until the process was reaped and every descriptor closed; returns how it exited.
-    func waitUntilEnded() async -> DriverExitStatus? {
+    package func waitUntilEnded() async -> DriverExitStatus? {
         await withCheckedContinuation { continuation in
             let status = state.withLock { state -> DriverExitStatus?? in
                 if state.ended { return .some(state.exitStatus) }
@@ -292,19 +324,19 @@ final class DriverConnection: @unchecked Sendable {
             burst: configuration.eventBurst
         )
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        var outputOpen = true
-        var errorOpen = true
+        var inputOpen = true
+        var logOpen = link.logDescriptor != nil
         var helloSeen = false
         var killedAt: ContinuousClock.Instant?
 
-        func closeOutput() {
-            if outputOpen {
-                DriverSystemCalls.close(process.standardOutput)
-                outputOpen = false
+        func closeInput() {
+            if inputOpen {
+                link.closeInput()
+                inputOpen = false
             }
         }
 
-        while outputOpen || errorOpen {
+        while inputOpen || logOpen {
             let now = ContinuousClock.now
             let (deadline, stopping) = state.withLock { state in
                 var earliest = state.helloDeadline
@@ -315,9 +347,9 @@ final class DriverConnection: @unchecked Sendable {
             }
             let wantsWrite = !stopping && outboxPending.load(ordering: .acquiring)
             if stopping && killedAt == nil {
-                DriverSystemCalls.killGroup(pid)
+                link.terminate()
                 killedAt = now
-                closeOutput()
+                closeInput()
             }
             if let killedAt, now - killedAt > .seconds(1) { break }  // a descendant outside the group holds a pipe
 
@@ -333,60 +365,76 @@ final class DriverConnection: @unchecked Sendable {
                 continue
             }
 
-            var fds: [(fd: Int32, write: Bool)] = [(wakeRead, false)]
-            if outputOpen { fds.append((process.standardOutput, false)) }
-            if errorOpen { fds.append((process.standardError, false)) }
-            if wantsWrite { fds.append((process.standardInput, true)) }
+            var entries: [(fd: Int32, read: Bool, write: Bool)] = [(wakeRead, true, false)]
+            if inputOpen {
+                entries.append(
+                    (link.inputDescriptor, true, wantsWrite && link.outputDescriptor == link.inputDescriptor)
+                )
+            }
+            if wantsWrite && (!inputOpen || link.outputDescriptor != link.inputDescriptor) {
+                entries.append((link.outputDescriptor, false, true))
+            }
+            if logOpen, let fd = link.logDescriptor { entries.append((fd, true, false)) }
             // Without a deadline, sleep one call timeout at most: a call registered meanwhile has a deadline at least
             // that far away, so it needs no wake-up (one fewer thread switch per APDU).
             let horizon = deadline ?? now + configuration.callTimeout + ExternalConfiguration.timeoutGrace
             let left = horizon - now
             let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
-            let timeout: Int32 = killedAt != nil ? 100 : Int32(clamping: max(1, milliseconds + 1))
-            let ready = DriverSystemCalls.poll(fds, timeout: timeout)
+            let buffered = inputOpen && link.hasBufferedInput
+            let timeout: Int32 =
+                buffered ? 0 : killedAt != nil ? 100 : Int32(clamping: max(1, milliseconds + 1))
+            let ready = DriverSystemCalls.poll(entries, timeout: timeout)
 
-            for fd in fds.map(\.fd) where ready.contains(fd) {
-                switch fd {
-                case wakeRead:
-                    DriverSystemCalls.drain(wakeRead)
-                case process.standardInput:
-                    flushOutbox()
-                case process.standardOutput:
-                    switch DriverSystemCalls.read(process.standardOutput, into: &buffer) {
-                    case .bytes(let count):
-                        decoder.append(buffer[..<count])
-                        readFrames(&decoder, events: &events, helloSeen: &helloSeen)
-                        if state.withLock({ $0.fault != nil }) { closeOutput() }
-                    case .endOfFile:
-                        closeOutput()
-                        fail(DriverFault(.exited, "the driver closed its standard output"))
-                    case .failed(let error):
-                        closeOutput()
-                        fail(DriverFault(.exited, "reading the driver's standard output: \(error)"))
-                    }
-                case process.standardError:
-                    switch DriverSystemCalls.read(process.standardError, into: &buffer) {
-                    case .bytes(let count):
-                        for line in stderrLog.consume(buffer[..<count], at: .now) { log(line) }
-                    case .endOfFile, .failed:
-                        DriverSystemCalls.close(process.standardError)
-                        errorOpen = false
-                    }
-                default:
+            if ready[wakeRead]?.read == true {
+                DriverSystemCalls.drain(wakeRead)
+                // A frame queued by a caller of a link only this thread writes: out now, not after one more poll.
+                if !link.writesFromCallers && !stopping && outboxPending.load(ordering: .acquiring) { flushOutbox() }
+            }
+            if wantsWrite, ready[link.outputDescriptor]?.write == true { flushOutbox() }
+            if inputOpen, buffered || ready[link.inputDescriptor]?.read == true {
+                switch link.read(into: &buffer) {
+                case .bytes(let count):
+                    decoder.append(buffer[..<count])
+                    readFrames(&decoder, events: &events, helloSeen: &helloSeen)
+                    if state.withLock({ $0.fault != nil }) { closeInput() }
+                case .wouldBlock:
                     break
+                case .endOfFile:
+                    closeInput()
+                    fail(
+                        DriverFault(
+                            .exited,
+                            link.processID != nil
+                                ? "the driver closed its standard output" : "\(link.peerName) closed the connection"
+                        )
+                    )
+                case .failed(let error):
+                    closeInput()
+                    fail(DriverFault(.exited, "reading from \(link.peerName): \(error)"))
+                }
+            }
+            if logOpen, let fd = link.logDescriptor, ready[fd]?.read == true {
+                switch link.readLog(into: &buffer) {
+                case .bytes(let count):
+                    for line in stderrLog.consume(buffer[..<count], at: .now) { log(line) }
+                case .wouldBlock:
+                    break
+                case .endOfFile, .failed:
+                    link.closeLog()
+                    logOpen = false
                 }
             }
         }
-        closeOutput()
-        if errorOpen { DriverSystemCalls.close(process.standardError) }
+        closeInput()
+        if logOpen { link.closeLog() }
         for line in stderrLog.finish(at: .now) { log(line) }
-        if killedAt == nil { DriverSystemCalls.killGroup(pid) }
-        let status = DriverSystemCalls.waitForExit(pid)
+        if killedAt == nil { link.terminate() }
+        let status = link.reap()
         writer.withLock { writer in
             writer.standardInputOpen = false
             writer.outbox = []
             writer.wakeOpen = false
-            DriverSystemCalls.close(process.standardInput)
+            link.closeOutput()
             DriverSystemCalls.close(wakeRead)
             DriverSystemCalls.close(wakeWrite)
         }
@@ -406,7 +454,7 @@ final class DriverConnection: @unchecked Sendable {
                 outboxPending.store(false, ordering: .releasing)
                 return
             }
-            switch DriverSystemCalls.write(process.standardInput, writer.outbox[...]) {
+            switch link.write(writer.outbox[...]) {
             case .wrote(let count): writer.outbox.removeFirst(count)
             case .wouldBlock: break
             case .closed, .failed: writer.outbox = []

@@ -5,11 +5,16 @@ internal import Glibc
 // waitpid, stat), so it can move onto a shared system-call layer later.
 
 /// A failed system call: which one and its `errno`.
-struct SystemCallError: Error, Hashable, Sendable, CustomStringConvertible {
-    var call: String
-    var errno: Int32
+package struct SystemCallError: Error, Hashable, Sendable, CustomStringConvertible {
+    package var call: String
+    package var errno: Int32
 
-    var description: String { "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))" }
+    package init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+
+    package var description: String { "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))" }
 }
 
 /// How a driver process ended, as `waitpid` reports it.
@@ -26,7 +31,7 @@ public enum DriverExitStatus: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// What one non-blocking `write` did.
-enum WriteOutcome {
+package enum WriteOutcome {
     case wrote(Int)
     /// The pipe is full: the driver is not reading its standard input.
     case wouldBlock
@@ -36,9 +41,11 @@ enum WriteOutcome {
 }
 
 /// What one `read` did.
-enum ReadOutcome {
+package enum ReadOutcome {
     case bytes(Int)
     case endOfFile
+    /// Nothing to read now (a TLS record not yet complete).
+    case wouldBlock
     case failed(SystemCallError)
 }
 
@@ -226,6 +233,28 @@ enum DriverSystemCalls {
         return Set(entries.filter { $0.revents != 0 }.map(\.fd))
     }
 
+    /// `poll(2)` over `(fd, wantsRead, wantsWrite)` entries; returns what each descriptor is ready for (a hang-up
+    /// or error counts as both, so the next read or write reports it). `EINTR` counts as nothing ready.
+    static func poll(
+        _ entries: [(fd: Int32, read: Bool, write: Bool)],
+        timeout: Int32
+    ) -> [Int32: (read: Bool, write: Bool)] {
+        var fds = entries.map { entry in
+            pollfd(fd: entry.fd, events: Int16((entry.read ? POLLIN : 0) | (entry.write ? POLLOUT : 0)), revents: 0)
+        }
+        let count = nfds_t(fds.count)
+        guard fds.withUnsafeMutableBufferPointer({ Glibc.poll($0.baseAddress, count, timeout) }) > 0 else { return [:] }
+        var ready: [Int32: (read: Bool, write: Bool)] = [:]
+        let failed = Int16(POLLHUP | POLLERR | POLLNVAL)
+        for entry in fds where entry.revents != 0 {
+            let broken = entry.revents & failed != 0
+            ready[entry.fd] = (
+                entry.revents & Int16(POLLIN) != 0 || broken, entry.revents & Int16(POLLOUT) != 0 || broken
+            )
+        }
+        return ready
+    }
+
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
     /// Sends `SIGKILL` to the driver's whole process group (its own children too).
@@ -275,6 +304,7 @@ enum DriverSystemCalls {
             switch read(fd, into: &buffer) {
             case .bytes(let count): contents += buffer[..<count]
             case .endOfFile: return contents
+            case .wouldBlock: continue  // a regular file never blocks
             case .failed(let error): throw error
             }
         }

@@ -44,31 +44,12 @@ public final class ExternalTransport: Transport {
 
     private let eventContinuation: AsyncStream<ReaderEvent>.Continuation
     private let log: @Sendable (String) -> Void
-    private let readerIDPrefix: String
     private let state = Mutex(State())
     private let started = Atomic<Bool>(false)
 
-    private struct Reader {
-        var info: ReaderInfo
-        var driverID: String
-        var cardPresent = false
-        /// Counts `cardPresent` events, so a connect can wait for the next card.
-        var generation: UInt64 = 0
-    }
-
-    private struct Waiter {
-        var reader: ReaderID
-        var after: UInt64
-        var continuation: CheckedContinuation<(DriverConnection, Reader), any Error>
-    }
+    private let table: DriverReaderTable
 
     private struct State {
-        var connection: DriverConnection?
-        var readers: [ReaderID: Reader] = [:]
-        var waiters: [UInt64: Waiter] = [:]
-        var nextWaiter: UInt64 = 0
-        var cancelledWaiters: Set<UInt64> = []
-        var everReported: Set<ReaderID> = []
         var diagnostics = ExternalTransportDiagnostics()
     }
 
@@ -86,10 +67,14 @@ public final class ExternalTransport: Transport {
         self.configuration = configuration
         self.log =
             log ?? { line in FileHandle.standardError.write(Data("proxima: external \"\(id)\": \(line)\n".utf8)) }
-        readerIDPrefix = configuration.readerIDPrefix ?? id + "/"
         (events, eventContinuation) = AsyncStream.makeStream(
             of: ReaderEvent.self,
             bufferingPolicy: .bufferingNewest(Self.eventBufferSize)
+        )
+        table = DriverReaderTable(
+            transportID: id,
+            readerIDPrefix: configuration.readerIDPrefix ?? id + "/",
+            events: eventContinuation
         )
     }
 
@@ -98,7 +83,7 @@ public final class ExternalTransport: Transport {
 
     /// The kernel id of the driver's reader `driverReaderID`.
     public func readerID(forDriverReader driverReaderID: String) -> ReaderID {
-        ReaderID(readerIDPrefix + driverReaderID)
+        table.readerID(forDriverReader: driverReaderID)
     }
 
     // MARK: Supervision
@@ -128,11 +113,11 @@ public final class ExternalTransport: Transport {
                     "circuit breaker open: the driver failed \(breaker.recentFailures) times within "
                     + "\(configuration.breakerWindow) (last: \(fault)); next try in \(configuration.breakerOpen)"
                 log(reason)
-                let readers = state.withLock { state in
+                state.withLock { state in
                     state.diagnostics.breakerOpen = true
                     state.diagnostics.breakerOpenings += 1
-                    return state.everReported.sorted()
                 }
+                let readers = table.everReported
                 for reader in readers { eventContinuation.yield(.fault(reader, reason: reason)) }
                 breaker.reset()
                 backoff.reset()
@@ -171,8 +156,8 @@ public final class ExternalTransport: Transport {
             log("driver not started: \(error.detail)")
             return error
         }
+        table.attach(connection)
         state.withLock { state in
-            state.connection = connection
             state.diagnostics.sessions += 1
             state.diagnostics.processIDs.append(connection.pid)
             state.diagnostics.pipeInodes += connection.pipeInodes
@@ -183,9 +168,13 @@ public final class ExternalTransport: Transport {
                 switch item {
                 case .failed(let failure):
                     if fault == nil { fault = failure }
-                    endSession(connection, reason: "\(failure)")
+                    table.endSession(connection, reason: "\(failure)")
+                case .message(.hello(let version, let name, let driverVersion)):
+                    guard DriverReaderTable.accept(hello: version, on: connection) else { continue }
+                    state.withLock { $0.diagnostics.driver = "\(name) \(driverVersion)" }
+                    log("driver \(name) \(driverVersion) started (pid \(connection.pid), protocol \(version))")
                 case .message(let message):
-                    handle(message, from: connection)
+                    table.handle(message, from: connection)
                 }
             }
         } onCancel: {
@@ -193,7 +182,7 @@ public final class ExternalTransport: Transport {
         }
         connection.stop()
         let status = await connection.waitUntilEnded()
-        endSession(connection, reason: "the driver stopped")
+        table.endSession(connection, reason: "the driver stopped")
         var result = fault ?? DriverFault(.stopped, "the kernel stopped the driver")
         if result.kind != .stopped, let status { result.detail += " (the driver \(status))" }
         return result
@@ -244,125 +233,6 @@ public final class ExternalTransport: Transport {
         return .success(path)
     }
 
-    private func handle(_ message: DriverMessage, from connection: DriverConnection) {
-        switch message {
-        case .hello(let version, let name, let driverVersion):
-            guard version.major == DriverProtocolVersion.current.major else {
-                let reason =
-                    "the driver speaks protocol \(version), this kernel \(DriverProtocolVersion.current.major).x"
-                connection.send(KernelMessage.bye(reason))
-                connection.fail(DriverFault(.refused, reason))
-                return
-            }
-            state.withLock { $0.diagnostics.driver = "\(name) \(driverVersion)" }
-            log("driver \(name) \(driverVersion) started (pid \(connection.pid), protocol \(version))")
-        case .readers(let list):
-            let (gone, added) = state.withLock { state -> ([ReaderID], [ReaderInfo]) in
-                guard state.connection === connection else { return ([], []) }
-                let ids = Set(list.map { readerID(forDriverReader: $0.id) })
-                let gone = state.readers.keys.filter { !ids.contains($0) }.sorted()
-                for reader in gone { state.readers[reader] = nil }
-                var added: [ReaderInfo] = []
-                for reader in list {
-                    let info = info(for: reader)
-                    if state.readers[info.id]?.info != info {
-                        state.readers[info.id] = Reader(info: info, driverID: reader.id)
-                        state.everReported.insert(info.id)
-                        added.append(info)
-                    }
-                }
-                return (gone, added)
-            }
-            for reader in gone { readerGone(reader, connection: connection) }
-            for info in added { eventContinuation.yield(.appeared(info)) }
-        case .readerAppeared(let reader):
-            let info = info(for: reader)
-            let isNew = state.withLock { state -> Bool in
-                guard state.connection === connection, state.readers[info.id]?.info != info else { return false }
-                state.readers[info.id] = Reader(info: info, driverID: reader.id)
-                state.everReported.insert(info.id)
-                return true
-            }
-            if isNew { eventContinuation.yield(.appeared(info)) }
-        case .readerVanished(let driverReader):
-            let reader = readerID(forDriverReader: driverReader)
-            guard knows(reader, connection: connection, event: "readerVanished") else { return }
-            state.withLock { _ = $0.readers.removeValue(forKey: reader) }
-            readerGone(reader, connection: connection)
-        case .cardPresent(let driverReader):
-            let reader = readerID(forDriverReader: driverReader)
-            guard knows(reader, connection: connection, event: "cardPresent") else { return }
-            let ready = state.withLock { state -> [(Waiter, Reader)] in
-                guard var entry = state.readers[reader] else { return [] }
-                entry.cardPresent = true
-                entry.generation += 1
-                state.readers[reader] = entry
-                let due = state.waiters.filter { $0.value.reader == reader && $0.value.after < entry.generation }
-                for key in due.keys { state.waiters[key] = nil }
-                return due.values.map { ($0, entry) }
-            }
-            eventContinuation.yield(.cardPresent(reader))
-            for (waiter, entry) in ready { waiter.continuation.resume(returning: (connection, entry)) }
-        case .cardRemoved(let driverReader):
-            let reader = readerID(forDriverReader: driverReader)
-            guard knows(reader, connection: connection, event: "cardRemoved") else { return }
-            state.withLock { $0.readers[reader]?.cardPresent = false }
-            eventContinuation.yield(.cardRemoved(reader))
-        case .result, .error:
-            break  // answers go to their calls on the connection's thread
-        }
-    }
-
-    private func info(for reader: DriverReader) -> ReaderInfo {
-        ReaderInfo(
-            id: readerID(forDriverReader: reader.id),
-            name: reader.name,
-            transport: id,
-            supportsExtendedLength: reader.extendedLength
-        )
-    }
-
-    /// Whether the driver reported `reader`; an event about any other reader is a lie that ends the session.
-    private func knows(_ reader: ReaderID, connection: DriverConnection, event: String) -> Bool {
-        let known = state.withLock { $0.connection === connection && $0.readers[reader] != nil }
-        if !known { connection.fail(DriverFault(.lied, "\(event) for reader \"\(reader)\", which it did not report")) }
-        return known
-    }
-
-    /// Reports `reader` gone and fails whoever waits for a card on it.
-    private func readerGone(_ reader: ReaderID, connection: DriverConnection) {
-        let waiters = state.withLock { state -> [Waiter] in
-            let due = state.waiters.filter { $0.value.reader == reader }
-            for key in due.keys { state.waiters[key] = nil }
-            return Array(due.values)
-        }
-        eventContinuation.yield(.vanished(reader))
-        let error = ProximaError(.readerVanished, "the driver reported the reader gone", reader: reader)
-        for waiter in waiters { waiter.continuation.resume(throwing: error) }
-    }
-
-    /// Every reader of the session leaves; calls waiting for a card fail with `readerVanished`.
-    private func endSession(_ connection: DriverConnection, reason: String) {
-        let (readers, waiters) = state.withLock { state -> ([ReaderID], [Waiter]) in
-            guard state.connection === connection else { return ([], []) }
-            state.connection = nil
-            let readers = state.readers.keys.sorted()
-            state.readers = [:]
-            defer { state.waiters = [:] }
-            return (readers, Array(state.waiters.values))
-        }
-        for reader in readers { eventContinuation.yield(.vanished(reader)) }
-        for waiter in waiters {
-            waiter.continuation.resume(
-                throwing: ProximaError(
-                    .readerVanished,
-                    "the driver of external transport \"\(id)\" stopped: \(reason)",
-                    reader: waiter.reader
-                )
-            )
-        }
-    }
-
     // MARK: Connecting
 
     public func connect(to reader: ReaderID, options: ConnectOptions) async throws -> any CardChannel {
@@ -374,74 +244,7 @@ public final class ExternalTransport: Transport {
     /// - Throws: `ProximaError` `readerVanished` (unknown reader, it left, or the driver failed), `cancelled`, or the
     ///   code the driver answered `connect` with.
     public func openChannel(to reader: ReaderID, options: ConnectOptions) async throws -> ExternalCardChannel {
-        var seen: UInt64 = 0
-        while true {
-            let (connection, entry) = try await waitForCard(on: reader, after: seen)
-            let body: JSONValue
-            do {
-                body = try await connection.call(
-                    "connect",
-                    [("reader", .string(entry.driverID)), ("exclusive", .bool(options.exclusive))],
-                    what: "connect on reader \(reader)"
-                )
-            } catch let error as ProximaError where error.code == .cardRemoved {
-                seen = entry.generation
-                continue
-            } catch let error as ProximaError {
-                throw error.at(reader: reader)
-            }
-            let card: DriverCardInfo
-            do {
-                card = try DriverCardInfo(result: body, readerExtendedLength: entry.info.supportsExtendedLength)
-            } catch let error as ProximaError {
-                let fault = DriverFault(.malformed, "connect answer: \(error.reason)")
-                connection.fail(fault)
-                throw DriverConnection.vanished(fault, pluginID: id).at(reader: reader)
-            }
-            return ExternalCardChannel(reader: reader, driverReader: entry.driverID, card: card, connection: connection)
-        }
-    }
-
-    private func waitForCard(on reader: ReaderID, after seen: UInt64) async throws -> (DriverConnection, Reader) {
-        let key = state.withLock { state in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let ready = state.withLock { state -> Result<(DriverConnection, Reader), ProximaError>? in
-                    if state.cancelledWaiters.remove(key) != nil {
-                        return .failure(ProximaError(.cancelled, "cancelled while waiting for a card", reader: reader))
-                    }
-                    guard let connection = state.connection, let entry = state.readers[reader] else {
-                        return .failure(
-                            ProximaError(
-                                .readerVanished,
-                                "external transport \"\(id)\" has no reader \"\(reader)\" now",
-                                reader: reader
-                            )
-                        )
-                    }
-                    if entry.cardPresent && entry.generation > seen { return .success((connection, entry)) }
-                    state.waiters[key] = Waiter(
-                        reader: reader,
-                        after: max(seen, entry.generation),
-                        continuation: continuation
-                    )
-                    return nil
-                }
-                if let ready { continuation.resume(with: ready.mapError { $0 as any Error }) }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state -> Waiter? in
-                if let waiter = state.waiters.removeValue(forKey: key) { return waiter }
-                state.cancelledWaiters.insert(key)
-                return nil
-            }
-            waiter?.continuation.resume(
-                throwing: ProximaError(.cancelled, "cancelled while waiting for a card", reader: reader)
-            )
-        }
+        try await table.openChannel(to: reader, options: options)
     }
 }
 

@@ -1,0 +1,129 @@
+public import ExternalTransport
+internal import ProximaCore
+
+/// One frame from the store kernel to an agent, parsed and checked: the kernel's side of the driver protocol
+/// (`Docs/driver-protocol.md` §Messages), which an agent answers as a driver would.
+///
+/// The parser is total: any payload gives a value or a `ProximaError.malformedData` naming the member (fuzzed by
+/// `FuzzDriverFrame`). Members a newer minor version may add are ignored.
+public enum AgentRequest: Hashable, Sendable {
+    case hello(version: DriverProtocolVersion)
+    /// The kernel refuses or dismisses the agent, with why.
+    case bye(reason: String)
+    case connect(id: Int64, reader: String, exclusive: Bool, timeoutMilliseconds: Int64)
+    case transmit(id: Int64, reader: String, apdu: [UInt8], timeoutMilliseconds: Int64)
+    case disconnect(id: Int64, reader: String)
+    case control(id: Int64, reader: String, code: Int64, data: [UInt8])
+
+    /// The request id, for the answer; `nil` for `hello` and `bye`.
+    public var id: Int64? {
+        switch self {
+        case .hello, .bye: nil
+        case .connect(let id, _, _, _), .transmit(let id, _, _, _), .disconnect(let id, _), .control(let id, _, _, _):
+            id
+        }
+    }
+
+    /// Parses one frame payload.
+    /// - Throws: `ProximaError.malformedData` naming the member and what was expected.
+    public static func parse(_ payload: [UInt8]) throws -> AgentRequest {
+        let json = try JSONValue.parse(payload, limits: JSONValue.Limits(maxDepth: 8, maxBytes: max(1, payload.count)))
+        var object = try StrictObject(json, at: "message", errorCode: .malformedData)
+        let type = try object.string("type")
+        switch type {
+        case "hello":
+            let text = try object.string("protocol")
+            guard let version = DriverProtocolVersion(parsing: text) else {
+                throw object.fail("protocol", "expected \"MAJOR.MINOR\" such as \"1.0\"")
+            }
+            return .hello(version: version)
+        case "bye":
+            let reason = try object.optionalString("reason", nonEmpty: false) ?? ""
+            return .bye(reason: String(reason.prefix(512)))
+        case "connect", "transmit", "disconnect", "control":
+            let id = try object.integer("id", in: 1...Int64.max)
+            let reader = try object.string("reader")
+            guard reader.utf8.count <= 64 else { throw object.fail("reader", "more than 64 bytes") }
+            let timeout = try object.optionalInteger("timeoutMs", in: 1...600_000) ?? 5_000
+            switch type {
+            case "connect":
+                let exclusive = try object.bool("exclusive", default: false)
+                return .connect(id: id, reader: reader, exclusive: exclusive, timeoutMilliseconds: timeout)
+            case "transmit":
+                let apdu = try hex(&object, "apdu", limit: 65_544)
+                guard apdu.count >= 4 else { throw object.fail("apdu", "a command APDU has at least 4 bytes") }
+                return .transmit(id: id, reader: reader, apdu: apdu, timeoutMilliseconds: timeout)
+            case "disconnect":
+                return .disconnect(id: id, reader: reader)
+            default:
+                let code = try object.integer("code", in: 0...Int64(UInt32.max))
+                let data = object.has("data") ? try hex(&object, "data", limit: 65_536) : []
+                return .control(id: id, reader: reader, code: code, data: data)
+            }
+        default:
+            throw object.fail("type", "unknown message type \"\(String(type.prefix(64)))\"")
+        }
+    }
+
+    private static func hex(_ object: inout StrictObject, _ key: String, limit: Int) throws -> [UInt8] {
+        let text = try object.string(key, nonEmpty: false)
+        guard text.utf8.count <= 2 * limit, let bytes = [UInt8](hex: text) else {
+            throw object.fail(key, "expected at most \(limit) bytes as hex digits")
+        }
+        return bytes
+    }
+}
+
+/// The agent's frames to the store kernel: the driver's side of the protocol.
+enum AgentMessage {
+    static func hello(name: String) -> JSONValue {
+        .object([
+            ("type", .string("hello")),
+            ("protocol", .string(DriverProtocolVersion.current.description)),
+            ("driver", .object([("name", .string(name)), ("version", .string("0.1"))])),
+        ])
+    }
+
+    static func reader(_ info: ReaderInfo) -> JSONValue {
+        .object([
+            ("id", .string(info.id.rawValue)),
+            ("name", .string(String(info.name.prefix(256)))),
+            ("extendedLength", .bool(info.supportsExtendedLength)),
+        ])
+    }
+
+    static func readers(_ list: [ReaderInfo]) -> JSONValue {
+        .object([("type", .string("readers")), ("readers", .array(list.map(reader)))])
+    }
+
+    static func event(_ type: String, reader: ReaderID) -> JSONValue {
+        .object([("type", .string(type)), ("reader", .string(reader.rawValue))])
+    }
+
+    static func readerAppeared(_ info: ReaderInfo) -> JSONValue {
+        .object([("type", .string("readerAppeared")), ("reader", reader(info))])
+    }
+
+    static func result(_ id: Int64, _ members: [(key: String, value: JSONValue)] = []) -> JSONValue {
+        .object([("type", .string("result")), ("id", .integer(id))] + members)
+    }
+
+    static func error(_ id: Int64, _ code: DriverErrorCode, _ message: String) -> JSONValue {
+        .object([
+            ("type", .string("error")), ("id", .integer(id)), ("code", .string(code.rawValue)),
+            ("message", .string(String(message.prefix(512)))),
+        ])
+    }
+
+    /// The driver error code for a kernel error of the agent's own transport.
+    static func code(for error: any Error) -> DriverErrorCode {
+        switch (error as? ProximaError)?.code {
+        case .cardRemoved?: .cardRemoved
+        case .cardTimeout?: .cardTimeout
+        case .readerVanished?, .readerFaulted?: .readerVanished
+        case .unsupported?: .unsupported
+        case .invalidArgument?: .invalidRequest
+        default: .transmitFailed
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import ExternalTransport
+import ProximaCore
+import RemoteTransport
+import Testing
+
+@Suite("Remote transport: manifest configuration and the agent's request parser")
+struct RemoteConfigurationTests {
+    static let base = """
+        "caFile": "keys/ca.pem", "certificateFile": "keys/s.pem", "privateKeyFile": "keys/s-key.pem"
+        """
+
+    static func parse(_ members: String) throws -> RemoteConfiguration {
+        let json = try JSONValue.parse(Array("{ \(members) }".utf8))
+        return try RemoteConfiguration(json: json, path: "plugins[2].config", baseDirectory: "/etc/proxima")
+    }
+
+    @Test("a full configuration: files resolved, the three identity kinds, limits")
+    func full() throws {
+        let pin = String(repeating: "ab", count: 32)
+        let configuration = try Self.parse(
+            """
+            "listen": "0.0.0.0:7443", \(Self.base), "callTimeoutMs": 1500, "maxFrameBytes": 4096,
+            "agents": [ { "name": "lane-pc-1", "subject": "O=Proxima TEST,CN=lane-pc-1" },
+                        { "name": "lane-pc-2", "dns": "Lane-PC-2.agents.example" },
+                        { "name": "lane-pc-3", "spkiSHA256": "\(pin)" } ]
+            """
+        )
+        #expect(configuration.listenHost == "0.0.0.0")
+        #expect(configuration.listenPort == 7443)
+        #expect(configuration.certificateAuthorityFile == "/etc/proxima/keys/ca.pem")
+        #expect(configuration.privateKeyFile == "/etc/proxima/keys/s-key.pem")
+        #expect(
+            configuration.agents.map(\.identity) == [
+                .subject("O=Proxima TEST,CN=lane-pc-1"), .dnsName("lane-pc-2.agents.example"),
+                .publicKeySHA256([UInt8](repeating: 0xAB, count: 32)),
+            ]
+        )
+        #expect(configuration.session.callTimeout == .milliseconds(1500))
+        #expect(configuration.session.maximumFrameBytes == 4096)
+    }
+
+    static let agent = #""agents": [ { "name": "a", "dns": "a.example" } ]"#
+
+    /// A configuration, and the JSON path its error must name.
+    static let invalid: [(String, String)] = [
+        // A missing member is reported at the object that lacks it.
+        (#"\#(base), \#(agent)"#, "plugins[2].config"),
+        (#""listen": "localhost:7443", \#(base), \#(agent)"#, "plugins[2].config.listen"),
+        (#""listen": "127.0.0.1:70000", \#(base), \#(agent)"#, "plugins[2].config.listen"),
+        (#""listen": "127.0.0.1:1", "caFile": "x", "certificateFile": "y", \#(agent)"#, "plugins[2].config"),
+        (#""listen": "127.0.0.1:1", \#(base), "agents": []"#, "plugins[2].config.agents"),
+        (
+            #""listen": "127.0.0.1:1", \#(base), "agents": [ { "name": "a", "dns": "a.x" }, { "name": "a", "dns": "b.x" } ]"#,
+            "plugins[2].config.agents[1].name"
+        ),
+        (
+            #""listen": "127.0.0.1:1", \#(base), "agents": [ { "name": "a", "dns": "a.x", "subject": "CN=a" } ]"#,
+            "plugins[2].config.agents[0]"
+        ),
+        (#""listen": "127.0.0.1:1", \#(base), "agents": [ { "name": "a" } ]"#, "plugins[2].config.agents[0]"),
+        (
+            #""listen": "127.0.0.1:1", \#(base), "agents": [ { "name": "a", "spkiSHA256": "abcd" } ]"#,
+            "plugins[2].config.agents[0].spkiSHA256"
+        ),
+        (
+            #""listen": "127.0.0.1:1", \#(base), "agents": [ { "name": "a b", "dns": "a.x" } ]"#,
+            "plugins[2].config.agents[0].name"
+        ),
+        (#""listen": "127.0.0.1:1", \#(base), \#(agent), "callTimeoutMs": 0"#, "plugins[2].config.callTimeoutMs"),
+        (#""listen": "127.0.0.1:1", \#(base), \#(agent), "tls": "1.2""#, "plugins[2].config.tls"),
+    ]
+
+    @Test("invalid configurations name their JSON path", arguments: invalid)
+    func invalidConfiguration(members: String, path: String) {
+        do {
+            _ = try Self.parse(members)
+            Issue.record("accepted: \(members)")
+        } catch let error as ProximaError {
+            #expect(error.code == .invalidManifest)
+            #expect(error.jsonPath == path, "\(error.pathAndReason)")
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+
+    @Test("the kernel's requests parse; hostile frames are errors naming the member")
+    func requests() throws {
+        func parse(_ text: String) throws -> AgentRequest { try AgentRequest.parse(Array(text.utf8)) }
+        #expect(
+            try parse(#"{"type":"hello","protocol":"1.0","kernel":{"name":"proxima","version":"0.1"}}"#)
+                == .hello(version: DriverProtocolVersion(major: 1, minor: 0))
+        )
+        #expect(
+            try parse(#"{"type":"transmit","id":7,"reader":"lane-1","apdu":"00A4040000","timeoutMs":5000}"#)
+                == .transmit(id: 7, reader: "lane-1", apdu: [0, 0xA4, 4, 0, 0], timeoutMilliseconds: 5000)
+        )
+        #expect(
+            try parse(#"{"type":"connect","id":1,"reader":"r","exclusive":true}"#)
+                == .connect(id: 1, reader: "r", exclusive: true, timeoutMilliseconds: 5000)
+        )
+        #expect(try parse(#"{"type":"bye","reason":"go"}"#) == .bye(reason: "go"))
+        for hostile in [
+            #"{"type":"transmit","id":0,"reader":"r","apdu":"00A40400"}"#,
+            #"{"type":"transmit","id":1,"reader":"r","apdu":"00A4"}"#,
+            #"{"type":"transmit","id":1,"reader":"r","apdu":"zz"}"#,
+            #"{"type":"launch","id":1}"#,
+            #"[1,2,3]"#,
+            #"{"type":"connect","id":1}"#,
+        ] {
+            #expect(throws: ProximaError.self, "\(hostile)") { try parse(hostile) }
+        }
+    }
+}
