@@ -18,8 +18,10 @@ let smartTap: LoyaltySettings.SmartTap = {
         0xe2, 0x02, 0x24, 0x28, 0x4f, 0xb4, 0xda, 0xf1, 0xe5, 0x0a, 0x03, 0x24, 0x6e, 0x70, 0x79, 0x7d,
     ]
     // A constant known to be a valid scalar; a failure here is a build defect.
-    guard let key = try? P256.PrivateKey(rawRepresentation: scalar) else { fatalError("the sample key does not load") }
-    return LoyaltySettings.SmartTap(collectorID: 20_180_608, keyVersion: 1, privateKey: key)
+    guard let key = try? P256.PrivateKey(rawRepresentation: scalar),
+        let collector = try? LoyaltySettings.SmartTap(collectorID: 20_180_608, keyVersion: 1, privateKey: key)
+    else { fatalError("the sample key does not load") }
+    return collector
 }()
 
 /// libFuzzer entry: the Smart Tap parsers (NDEF, SELECT Smart Tap 2, `nrs`, `srs`, the bundle down to its

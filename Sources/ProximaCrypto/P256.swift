@@ -382,7 +382,7 @@ private final class Curve {
 }
 
 /// An `EVP_PKEY` for one operation, from a validated point and optionally its validated scalar.
-private func makeKey(publicPoint: [UInt8], privateScalar: [UInt8]?) throws -> OwnedKey {
+func makeKey(publicPoint: [UInt8], privateScalar: [UInt8]?) throws -> OwnedKey {
     let parameters = ParameterList()
     parameters.append("group", utf8: "prime256v1")
     parameters.append("pub", octets: publicPoint)

@@ -14,7 +14,7 @@ import Testing
 
     static func settings(collectorID: UInt32 = 20_180_608, keyVersion: UInt32 = 1) throws -> LoyaltySettings {
         var settings = try TestKeys.settings()
-        settings.smartTap = LoyaltySettings.SmartTap(
+        settings.smartTap = try LoyaltySettings.SmartTap(
             collectorID: collectorID,
             keyVersion: keyVersion,
             privateKey: try collectorKey

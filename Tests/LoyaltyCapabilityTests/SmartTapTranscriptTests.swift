@@ -146,7 +146,7 @@ import Testing
         LoyaltySettings(
             merchants: [try TestKeys.merchant("pass.com.example.loyalty", keys: [try TestKeys.merchantKey])],
             maxCryptogramAge: .seconds(300),
-            smartTap: LoyaltySettings.SmartTap(
+            smartTap: try LoyaltySettings.SmartTap(
                 collectorID: collectorID,
                 keyVersion: keyVersion,
                 privateKey: try P256.PrivateKey(rawRepresentation: collectorScalar)

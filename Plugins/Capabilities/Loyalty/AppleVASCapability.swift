@@ -23,6 +23,11 @@ internal import ProximaCrypto
 /// do not enter it), so a cryptogram recorded off the air decrypts again on any reader with the merchant's key.
 /// Only its timestamp's age stops a replay: keep `maxCryptogramAgeSeconds` short.
 ///
+/// **Google Smart Tap 2.1.** When `capabilities.loyalty.smartTap` is configured and the OSE answer is an Android
+/// phone's Smart Tap directory, the same tap goes on with SELECT Smart Tap 2, NEGOTIATE SECURE CHANNEL and GET DATA
+/// (`SmartTap/SmartTapSession.swift`); the pass is one more entry whose merchant id is the collector ID in decimal,
+/// so POS code handles both wallets through one request and one result.
+///
 /// Enhanced Contactless Polling (the `6A 01 …` frame real iPhones want before they open VAS) is not an APDU; it is
 /// the reader's or transport's job and outside this capability.
 package struct AppleVASCapability: Capability {
@@ -52,7 +57,7 @@ package struct AppleVASCapability: Capability {
 
     package var requirements: CapabilityRequirements {
         CapabilityRequirements(
-            applicationIdentifiers: [VASSession.applicationName],
+            applicationIdentifiers: [VASSession.applicationName, VASSession.smartTap2AID],
             technologies: [.iso14443A, .iso14443B]
         )
     }

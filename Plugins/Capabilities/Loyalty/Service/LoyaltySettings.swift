@@ -49,11 +49,14 @@ package struct LoyaltySettings: Sendable {
     package struct VASKey: Sendable, CustomStringConvertible {
         package var keyID: [UInt8]
         package var privateKey: P256.PrivateKey
+        /// The key's OpenSSL objects, built once here rather than on every tap.
+        package let prepared: P256.PreparedPrivateKey
         /// Where it was loaded from, for messages.
         package var path: String
 
         package init(privateKey: P256.PrivateKey, path: String) throws {
             self.privateKey = privateKey
+            self.prepared = try P256.PreparedPrivateKey(privateKey)
             self.path = path
             self.keyID = try Self.keyID(of: privateKey.publicKey)
         }
@@ -70,18 +73,17 @@ package struct LoyaltySettings: Sendable {
     package struct SmartTap: Sendable, CustomStringConvertible {
         package var collectorID: UInt32
         package var keyVersion: UInt32
-        package var privateKey: P256.PrivateKey
+        /// The key that signs each session, its OpenSSL objects built once here rather than on every tap.
+        package let signingKey: P256.PreparedPrivateKey
 
-        package init(collectorID: UInt32, keyVersion: UInt32, privateKey: P256.PrivateKey) {
+        package init(collectorID: UInt32, keyVersion: UInt32, privateKey: P256.PrivateKey) throws {
             self.collectorID = collectorID
             self.keyVersion = keyVersion
-            self.privateKey = privateKey
+            self.signingKey = try P256.PreparedPrivateKey(privateKey)
         }
 
         /// The collector ID in decimal: the merchant id of its entries.
         package var collectorName: String { String(collectorID) }
-        /// The key that signs each session.
-        package var signingKey: P256.PrivateKey { privateKey }
 
         package var description: String { "Smart Tap collector \(collectorID) key version \(keyVersion)" }
     }
@@ -154,7 +156,7 @@ package struct LoyaltySettings: Sendable {
                 at: block.path(of: "privateKey")
             )
             try block.finish()
-            smartTap = SmartTap(collectorID: UInt32(collector), keyVersion: UInt32(version), privateKey: key)
+            smartTap = try SmartTap(collectorID: UInt32(collector), keyVersion: UInt32(version), privateKey: key)
             if let collision = merchants.first(where: { $0.passTypeIdentifier == String(collector) }) {
                 throw block.fail(
                     "collectorID",
