@@ -37,7 +37,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     _ = try? SmartTapResponses.redemptionValue(bytes)
     _ = try? SmartTapResponses.openPass(bytes, keys: keys)
     _ = try? Zlib.inflate(bytes, maximumOutput: 65_536)
-    if let bundle = try? SmartTapCrypto.sealBundle(bytes, iv: [UInt8](repeating: 3, count: 12), keys: keys, flags: 0x03) {
+    if let bundle = try? SmartTapCrypto.sealBundle(bytes, iv: [UInt8](repeating: 3, count: 12), keys: keys, flags: 0x03)
+    {
         _ = try? SmartTapResponses.openPass(bundle, keys: keys)
     }
 
@@ -52,7 +53,11 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         )
         let request = VASReadRequest(merchants: [VASMerchantRequest(passTypeIdentifier: "20180608")], mode: .vasOnly)
         do {
-            _ = try await capability.run(request, on: channel, context: TapContext(lane: "fuzz", reader: "fuzz", tapID: 1))
+            _ = try await capability.run(
+                request,
+                on: channel,
+                context: TapContext(lane: "fuzz", reader: "fuzz", tapID: 1)
+            )
         } catch is LoyaltyError {
         } catch let error as ProximaError {
             let expected: Set<ProximaError.Code> = [.cardRemoved, .malformedData, .unsupported, .invalidArgument]

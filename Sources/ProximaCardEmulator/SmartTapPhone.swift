@@ -174,7 +174,10 @@ public struct SmartTapPhone: VirtualCard {
             children: [
                 TLV(tag: 0x4F, value: Self.smartTap2AID),
                 TLV(tag: 0x87, value: [0x01]),
-                TLV(tag: 0x73, children: [TLV(tag: 0xDF6D, value: [0x00, 0x00]), TLV(tag: 0xDF4D, value: [0x00, 0x01])]),
+                TLV(
+                    tag: 0x73,
+                    children: [TLV(tag: 0xDF6D, value: [0x00, 0x00]), TLV(tag: 0xDF4D, value: [0x00, 0x01])]
+                ),
             ]
         )
         return TLV(
@@ -343,7 +346,9 @@ public struct SmartTapPhone: VirtualCard {
                 var record = Record(tnf: header & 0x07, type: "", payload: [])
                 record.type = Array(bytes[cursor..<(cursor + typeLength)])
                 record.id = Array(bytes[(cursor + typeLength)..<(cursor + typeLength + idLength)])
-                record.payload = Array(bytes[(cursor + typeLength + idLength)..<(cursor + typeLength + idLength + length)])
+                record.payload = Array(
+                    bytes[(cursor + typeLength + idLength)..<(cursor + typeLength + idLength + length)]
+                )
                 records.append(record)
                 index = cursor + typeLength + idLength + length
                 if header & 0x40 != 0 { return index == bytes.count ? records : nil }

@@ -50,7 +50,9 @@ extension SmartTapPhone {
             }
             let value = Array(try pass.string("redemptionValue").utf8)
             let compress = try pass.bool("compress", default: false)
-            let status = try CardProfiles.optionalHex(&pass, "statusWord", count: 2...2).map { StatusWord($0[0], $0[1]) }
+            let status = try CardProfiles.optionalHex(&pass, "statusWord", count: 2...2).map {
+                StatusWord($0[0], $0[1])
+            }
             try pass.finish()
             return Pass(
                 collectorID: UInt32(collector),

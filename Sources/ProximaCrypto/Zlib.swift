@@ -27,7 +27,9 @@ public enum Zlib {
             while true {
                 if produced == output.count {
                     guard output.count < maximumOutput else { return Z_BUF_ERROR }
-                    output.append(contentsOf: [UInt8](repeating: 0, count: min(output.count, maximumOutput - output.count)))
+                    output.append(
+                        contentsOf: [UInt8](repeating: 0, count: min(output.count, maximumOutput - output.count))
+                    )
                 }
                 let room = output.count - produced
                 let result: Int32 = output.withUnsafeMutableBufferPointer { outputBuffer in

@@ -249,7 +249,8 @@ struct DemoStore: Sendable {
         // With loyalty configured, the first lane reads the pass and then the card in one tap, the second stops on a
         // pass (a loyalty-only tap when the phone offers one, else a payment), the others pay only. iPhones (Apple
         // VAS) and Android phones (Smart Tap) go through the same request.
-        let loyaltyLane = kernel.manifest.capabilities["loyalty"] == nil
+        let loyaltyLane =
+            kernel.manifest.capabilities["loyalty"] == nil
             ? nil : kernel.manifest.lanes.firstIndex { $0.id == lane }.map { $0 % 3 }
         let vasRequest = VASRequest(merchantIdentifier: "pass.com.example.loyalty", localizedDescription: "Loyalty")
         let result: PaymentCardReadResult

@@ -200,8 +200,12 @@ import Testing
         #expect(card is SmartTapPhone)
         let (outcome, _) = try await Self.read(card, merchants: ["20180608"], mode: .vasAndPayment)
         #expect(outcome.entries.first?.message == Array("PROXIMA-GOOGLE-0002".utf8))
-        let choose = try CardProfiles.load(contentsOf: PackageFiles.configDirectory + "/cards/smarttap-android-choose.json")
-        #expect(try await Self.read(choose, merchants: ["20180608"]).0.entries.map(\.status) == [.userInterventionRequired])
+        let choose = try CardProfiles.load(
+            contentsOf: PackageFiles.configDirectory + "/cards/smarttap-android-choose.json"
+        )
+        #expect(
+            try await Self.read(choose, merchants: ["20180608"]).0.entries.map(\.status) == [.userInterventionRequired]
+        )
     }
 }
 
@@ -210,7 +214,12 @@ import Testing
     @Test func ndefRoundTripsShortLongAndIDRecords() throws {
         let records = [
             NDEFRecord(type: "ses", payload: [1, 2, 3]),
-            NDEFRecord(tnf: NDEFRecord.wellKnown, type: "n", id: Array("n".utf8), payload: [UInt8](repeating: 7, count: 300)),
+            NDEFRecord(
+                tnf: NDEFRecord.wellKnown,
+                type: "n",
+                id: Array("n".utf8),
+                payload: [UInt8](repeating: 7, count: 300)
+            ),
         ]
         let encoded = NDEF.encode(records)
         #expect(encoded[0] == 0x94)  // MB | SR | TNF 4
@@ -218,7 +227,7 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "d4", "d403", "d40305736573", "9403017365730155030173657301", "d403057365730102030405ff",
+        "", "d4", "d403", "d40305736573", "94030173657301d4030173657301", "d403057365730102030405ff",
         "1403017365730100", "f4030173657301",
     ])
     func malformedNDEFIsACardReadFailure(_ input: String) {
@@ -241,7 +250,9 @@ import Testing
         let info = try? VASSession.parseSelectResponse(published)
         #expect(info?.version.isEmpty == true)
         #expect(info?.smartTap?.offersSmartTap2 == true)
-        #expect(info?.smartTap?.deviceNonce.map(hex) == "56d2ec8f857f0049aa54f1ca1de2791b5693a7014e6e4565d5644b1c2a305136")
+        #expect(
+            info?.smartTap?.deviceNonce.map(hex) == "56d2ec8f857f0049aa54f1ca1de2791b5693a7014e6e4565d5644b1c2a305136"
+        )
         // And kormax's SELECT Smart Tap 2 answer gives the same nonce.
         let selection = try? VASSession.parseSmartTapSelection(
             bytes("00000001dc0321036d646e6d646e0456d2ec8f857f0049aa54f1ca1de2791b5693a7014e6e4565d5644b1c2a305136")
@@ -280,12 +291,24 @@ import Testing
             encryption: [UInt8](repeating: 1, count: 16),
             authentication: [UInt8](repeating: 2, count: 32)
         )
-        let noValue = NDEF.encode([NDEFRecord(type: "asv", payload: NDEF.encode([NDEFRecord(type: "ly", payload: NDEF.encode([NDEFRecord(type: "i", payload: [4])]))]))])
+        let noValue = NDEF.encode([
+            NDEFRecord(
+                type: "asv",
+                payload: NDEF.encode([
+                    NDEFRecord(type: "ly", payload: NDEF.encode([NDEFRecord(type: "i", payload: [4])]))
+                ])
+            )
+        ])
         let sealed = try SmartTapCrypto.sealBundle(noValue, iv: [UInt8](repeating: 3, count: 12), keys: keys)
         #expect(throws: LoyaltyError(.cardReadFailed, step: "", "")) {
             try VASSession.openSmartTapPass(sealed, keys: keys, collector: "1")
         }
-        let badZlib = try SmartTapCrypto.sealBundle([0x78, 0x9C, 0xFF, 0xFF], iv: [UInt8](repeating: 3, count: 12), keys: keys, flags: 0x03)
+        let badZlib = try SmartTapCrypto.sealBundle(
+            [0x78, 0x9C, 0xFF, 0xFF],
+            iv: [UInt8](repeating: 3, count: 12),
+            keys: keys,
+            flags: 0x03
+        )
         #expect(throws: LoyaltyError(.cardReadFailed, step: "", "")) {
             try VASSession.openSmartTapPass(badZlib, keys: keys, collector: "1")
         }
@@ -295,6 +318,8 @@ import Testing
         let bomb = try Zlib.deflate([UInt8](repeating: 0, count: 200_000))
         #expect(throws: ProximaError(.malformedData)) { try Zlib.inflate(bomb, maximumOutput: 65_536) }
         #expect(try Zlib.inflate(bomb, maximumOutput: 200_000).count == 200_000)
-        #expect(throws: ProximaError(.malformedData)) { try Zlib.inflate(Array(bomb.dropLast(3)), maximumOutput: 300_000) }
+        #expect(throws: ProximaError(.malformedData)) {
+            try Zlib.inflate(Array(bomb.dropLast(3)), maximumOutput: 300_000)
+        }
     }
 }

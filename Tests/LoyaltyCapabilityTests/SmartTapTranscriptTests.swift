@@ -76,8 +76,8 @@ import Testing
             n = len(value)
             return h(tag) + (bytes([n]) if n < 128 else bytes([0x81, n])) + value
 
-        def apdu(cla, ins, data=b""):
-            return bytes([cla, ins, 0, 0]) + (bytes([len(data)]) + data if data else b"") + b"\x00"
+        def apdu(cla, ins, data=b"", p1=0):
+            return bytes([cla, ins, p1, 0]) + (bytes([len(data)]) + data if data else b"") + b"\x00"
 
         ok = h("9000")
         # The reader's signature, read from its NEGOTIATE command with this script's own NDEF parser.
@@ -90,13 +90,13 @@ import Testing
         r, s = decode_dss_signature(sig)
 
         commands, responses = [], []
-        commands.append(apdu(0x00, 0xA4, b"OSE.VAS.01"))
+        commands.append(apdu(0x00, 0xA4, b"OSE.VAS.01", p1=4))
         entry = tlv("61", tlv("4f", h("a000000476d0000111")) + tlv("87", b"\x01")
                     + tlv("73", tlv("df6d", h("0000")) + tlv("df4d", h("0001"))))
         fci = (tlv("50", b"AndroidPay") + tlv("c0", h("0001")) + tlv("c1", h("cc00000000008080"))
                + tlv("c2", dn) + tlv("c3", dpub) + tlv("a5", tlv("bf0c", entry)))
         responses.append(tlv("6f", fci) + ok)
-        commands.append(apdu(0x00, 0xA4, h("a000000476d0000111")))
+        commands.append(apdu(0x00, 0xA4, h("a000000476d0000111"), p1=4))
         responses.append(h("00000001") + message(record("mdn", b"\x04" + dn, rid=b"mdn")) + ok)
 
         ses = lambda seq: record("ses", sid + bytes([seq, 1]))
@@ -178,7 +178,8 @@ import Testing
     }
 
     /// The fixed inputs and what the transcript needs from the run, as the script's one JSON argument.
-    static func pythonArguments(value: String, compress: Bool, chunkSize: Int, channel: InProcessCardChannel) -> String {
+    static func pythonArguments(value: String, compress: Bool, chunkSize: Int, channel: InProcessCardChannel) -> String
+    {
         let members: [(key: String, value: JSONValue)] = [
             ("collector", .string(hex(collectorScalar))), ("reader", .string(hex(readerScalar))),
             ("device", .string(hex(deviceScalar))), ("readerNonce", .string(hex(readerNonce))),

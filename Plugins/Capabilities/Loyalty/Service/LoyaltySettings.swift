@@ -117,7 +117,10 @@ package struct LoyaltySettings: Sendable {
                 var merchant = try StrictObject(value, at: merchantPath)
                 let identifier = try merchant.string("passTypeIdentifier")
                 guard identifier.utf8.count <= 255, identifier.utf8.allSatisfy({ (0x21..<0x7F).contains($0) }) else {
-                    throw merchant.fail("passTypeIdentifier", "expected 1–255 printable ASCII characters without spaces")
+                    throw merchant.fail(
+                        "passTypeIdentifier",
+                        "expected 1–255 printable ASCII characters without spaces"
+                    )
                 }
                 guard seen.insert(identifier).inserted else {
                     throw merchant.fail("passTypeIdentifier", "\"\(identifier)\" is configured twice")

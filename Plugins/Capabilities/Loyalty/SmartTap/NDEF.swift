@@ -79,7 +79,9 @@ package enum NDEF {
             guard typeLength <= remaining, idLength <= remaining - typeLength,
                 payloadLength <= remaining - typeLength - idLength
             else {
-                throw fail("type \(typeLength), id \(idLength) and payload \(payloadLength) bytes overrun the \(remaining) left")
+                throw fail(
+                    "type \(typeLength), id \(idLength) and payload \(payloadLength) bytes overrun the \(remaining) left"
+                )
             }
             let type = Array(bytes[cursor..<(cursor + typeLength)])
             cursor += typeLength
@@ -116,7 +118,9 @@ package enum NDEF {
                 out.append(UInt8(record.payload.count))
             } else {
                 let length = UInt32(truncatingIfNeeded: record.payload.count)
-                out += [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+                out += [
+                    UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF),
+                ]
             }
             if !record.id.isEmpty { out.append(UInt8(truncatingIfNeeded: record.id.count)) }
             out += record.type + record.id + record.payload
@@ -125,7 +129,8 @@ package enum NDEF {
     }
 
     /// The first record named `name` of `records`, or an error naming what was expected where.
-    package static func required(_ name: String, in records: [NDEFRecord], step: String, parent: String) throws(LoyaltyError)
+    package static func required(_ name: String, in records: [NDEFRecord], step: String, parent: String)
+        throws(LoyaltyError)
         -> NDEFRecord
     {
         guard let record = records.first(where: { $0.isNamed(name) }) else {

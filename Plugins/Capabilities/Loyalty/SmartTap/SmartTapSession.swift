@@ -64,7 +64,9 @@ extension VASSession {
 
 /// The parsers of a phone's Smart Tap answers, for tests and the fuzz target. Each is total.
 package enum SmartTapResponses {
-    package static func ndef(_ data: [UInt8]) throws(LoyaltyError) -> [NDEFRecord] { try NDEF.decode(data, step: "fuzz") }
+    package static func ndef(_ data: [UInt8]) throws(LoyaltyError) -> [NDEFRecord] {
+        try NDEF.decode(data, step: "fuzz")
+    }
 
     /// The answer of SELECT Smart Tap 2; the device nonce.
     package static func selection(_ data: [UInt8]) throws(LoyaltyError) -> [UInt8] {

@@ -20,7 +20,8 @@ extension VASSession {
     /// The GET DATA command (`90 50 00 00 Lc srq 00`): `srq` = version `0001` ‖ NDEF { `ses`, `mer` = NDEF { `cld` },
     /// `slr` = NDEF { `str` = `01` (every pass type but payment cards) }, `pcr` = POS capabilities (5) }. Byte 1 of
     /// `pcr` is `40` (zlib supported) | `01` (standalone), byte 5 the VAS type.
-    static func getDataCommand(session: SmartTapSessionRecord, collectorID: UInt32, mode: VASMode) throws -> CommandAPDU {
+    static func getDataCommand(session: SmartTapSessionRecord, collectorID: UInt32, mode: VASMode) throws -> CommandAPDU
+    {
         let merchant = NDEFRecord(type: "mer", payload: NDEF.encode([SmartTapCrypto.collectorRecord(collectorID)]))
         let services = NDEFRecord(type: "slr", payload: NDEF.encode([NDEFRecord(type: "str", payload: [0x01])]))
         let capabilities = NDEFRecord(type: "pcr", payload: [0x41, 0x00, 0x00, 0x00, smartTapVASType(mode)])
@@ -72,7 +73,10 @@ extension VASSession {
                 )
             }
             try checkCancellation(before: "GET MORE DATA")
-            response = try await transceive(try Self.getMoreDataCommand(), step: "GET MORE DATA \(smartTap.collectorName)")
+            response = try await transceive(
+                try Self.getMoreDataCommand(),
+                step: "GET MORE DATA \(smartTap.collectorName)"
+            )
             joined += response.data
         }
         switch SmartTapStatus(response.status) {

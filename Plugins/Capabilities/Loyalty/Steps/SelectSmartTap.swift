@@ -33,7 +33,11 @@ extension VASSession {
     static func parseSmartTapSelection(_ data: [UInt8]) throws(LoyaltyError) -> SmartTapSelection {
         let step = selectSmartTapStep
         guard data.count > 4 else {
-            throw LoyaltyError(.cardReadFailed, step: step, "the answer has \(data.count) bytes; expected versions and NDEF")
+            throw LoyaltyError(
+                .cardReadFailed,
+                step: step,
+                "the answer has \(data.count) bytes; expected versions and NDEF"
+            )
         }
         let records = try NDEF.decode(Array(data[4...]), step: step)
         let mdn = try NDEF.required("mdn", in: records, step: step, parent: "the SELECT answer")

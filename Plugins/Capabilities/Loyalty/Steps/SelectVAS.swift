@@ -76,11 +76,20 @@ extension VASSession {
         let offersSmartTap2 = entries.contains { $0.child(0x4F)?.value == smartTap2AID }
         guard version != nil || nonce != nil || key != nil || offersSmartTap2 else { return nil }
         if let nonce, nonce.count != 32 {
-            throw LoyaltyError(.cardReadFailed, step: selectStep, "C2 (device nonce) has \(nonce.count) bytes, expected 32")
+            throw LoyaltyError(
+                .cardReadFailed,
+                step: selectStep,
+                "C2 (device nonce) has \(nonce.count) bytes, expected 32"
+            )
         }
         if let key, key.count != 33 {
             throw LoyaltyError(.cardReadFailed, step: selectStep, "C3 (device key) has \(key.count) bytes, expected 33")
         }
-        return SmartTapDirectory(version: version, deviceNonce: nonce, deviceEphemeral: key, offersSmartTap2: offersSmartTap2)
+        return SmartTapDirectory(
+            version: version,
+            deviceNonce: nonce,
+            deviceEphemeral: key,
+            offersSmartTap2: offersSmartTap2
+        )
     }
 }
