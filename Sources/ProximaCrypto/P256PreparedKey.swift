@@ -119,3 +119,83 @@ final class PreparedState {
         return try P256.ECDSASignature(derRepresentation: Array(der[..<length]))
     }
 }
+
+extension P256 {
+    /// The ECDH shared secret of `privateKey` with the point `encoded` (SEC 1, 33 or 65 bytes), on one P-256 group
+    /// kept for the process: for ephemeral keys, used once, where a ``PreparedPrivateKey`` would not pay off and
+    /// ``PrivateKey/sharedSecret(with:)`` builds two `EVP_PKEY`s and a group per call. Same value as the latter.
+    /// - Throws: ``CryptoError/Code/invalidKey`` when the bytes are no point of P-256;
+    ///   ``CryptoError/Code/libraryFailure`` if OpenSSL fails.
+    public static func sharedSecret(privateKey: PrivateKey, point encoded: [UInt8]) throws -> [UInt8] {
+        guard encoded.count == 33 || encoded.count == 65 else {
+            throw CryptoError(.invalidKey, "P-256 point of \(encoded.count) bytes; expected 33 or 65")
+        }
+        return try ephemeralGroup.withLock { state in
+            if state == nil { state = try EphemeralGroupState() }
+            guard let ready = state else { throw libraryFailure("loading the P-256 group") }
+            return try ready.sharedSecret(scalar: privateKey.rawRepresentation, point: encoded)
+        }
+    }
+}
+
+/// The process's P-256 group for ephemeral ECDH, made on first use.
+private let ephemeralGroup = Mutex<EphemeralGroupState?>(nil)
+
+/// A group, a `BN_CTX` and scratch numbers, used only inside ``ephemeralGroup``'s `Mutex`.
+final class EphemeralGroupState {
+    let group: OpaquePointer
+    let numbers: OpaquePointer
+    let scalar: OpaquePointer
+    let result: OpaquePointer
+    let peer: OpaquePointer
+    let x: OpaquePointer
+
+    init() throws {
+        guard let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else {
+            throw libraryFailure("loading the P-256 group")
+        }
+        guard let numbers = BN_CTX_secure_new(), let scalar = BN_secure_new(), let result = EC_POINT_new(group),
+            let peer = EC_POINT_new(group), let x = BN_new()
+        else {
+            EC_GROUP_free(group)
+            throw libraryFailure("allocating ECDH numbers")
+        }
+        BN_set_flags(scalar, BN_FLG_CONSTTIME)
+        self.group = group
+        self.numbers = numbers
+        self.scalar = scalar
+        self.result = result
+        self.peer = peer
+        self.x = x
+    }
+
+    deinit {
+        BN_clear_free(x)
+        EC_POINT_clear_free(peer)
+        EC_POINT_clear_free(result)
+        BN_clear_free(scalar)
+        BN_CTX_free(numbers)
+        EC_GROUP_free(group)
+    }
+
+    func sharedSecret(scalar bytes: [UInt8], point encoded: [UInt8]) throws -> [UInt8] {
+        defer { BN_clear(scalar) }
+        guard bytes.withUnsafeBufferPointer({ BN_bin2bn($0.baseAddress, Int32($0.count), scalar) }) != nil else {
+            throw libraryFailure("loading the private scalar")
+        }
+        let decoded = encoded.withUnsafeBufferPointer {
+            EC_POINT_oct2point(group, peer, $0.baseAddress, $0.count, numbers)
+        }
+        guard decoded == 1, EC_POINT_is_at_infinity(group, peer) == 0, EC_POINT_is_on_curve(group, peer, numbers) == 1
+        else {
+            _ = drainOpenSSLErrors()
+            throw CryptoError(.invalidKey, "the peer's P-256 point is not on the curve")
+        }
+        try check(EC_POINT_mul(group, result, nil, peer, scalar, numbers), "ECDH")
+        try check(EC_POINT_get_affine_coordinates(group, result, x, nil, numbers), "ECDH x coordinate")
+        var secret = [UInt8](repeating: 0, count: P256.scalarByteCount)
+        let written = secret.withUnsafeMutableBufferPointer { BN_bn2binpad(x, $0.baseAddress, 32) }
+        guard written == 32 else { throw libraryFailure("ECDH x coordinate") }
+        return secret
+    }
+}
