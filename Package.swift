@@ -28,6 +28,7 @@ let package = Package(
         .executable(name: "FuzzMdocEngagement", targets: ["FuzzMdocEngagement"]),
         .executable(name: "FuzzDeviceResponse", targets: ["FuzzDeviceResponse"]),
         .executable(name: "FuzzVAS", targets: ["FuzzVAS"]),
+        .executable(name: "FuzzSmartTap", targets: ["FuzzSmartTap"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
@@ -47,6 +48,7 @@ let package = Package(
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
         .systemLibrary(name: "CUmockdev", pkgConfig: "umockdev-1.0", providers: [.apt(["libumockdev-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // glibc's posix_spawn file actions that Swift's Glibc module leaves out (closefrom, chdir).
         .systemLibrary(name: "CProcessSpawn", path: "Sources/CProcessSpawn"),
 
@@ -54,7 +56,7 @@ let package = Package(
         // Typed system calls (file descriptors, errno, EINTR, atomic private files): the one place that does POSIX I/O.
         .target(name: "ProximaSystem", swiftSettings: strict),
         .target(name: "ProximaKernel", dependencies: ["ProximaCore"], swiftSettings: strict),
-        .target(name: "ProximaCrypto", dependencies: ["ProximaCore", "COpenSSL"], swiftSettings: strict),
+        .target(name: "ProximaCrypto", dependencies: ["ProximaCore", "COpenSSL", "CZlib"], swiftSettings: strict),
         .target(
             name: "ProximaCardEmulator",
             dependencies: ["ProximaCore", "ProximaCrypto", "ProximaSystem"],
@@ -161,6 +163,11 @@ let package = Package(
             name: "FuzzVAS",
             dependencies: ["ProximaCore", "ProximaCrypto", "FuzzSupport", "LoyaltyCapability"],
             path: "Fuzz/FuzzVAS"
+        ),
+        .executableTarget(
+            name: "FuzzSmartTap",
+            dependencies: ["ProximaCore", "ProximaCrypto", "FuzzSupport", "LoyaltyCapability"],
+            path: "Fuzz/FuzzSmartTap"
         ),
         .executableTarget(name: "FuzzBERTLV", dependencies: ["ProximaCore"], path: "Fuzz/FuzzBERTLV"),
         .target(name: "FuzzSupport", dependencies: ["ProximaCore"], path: "Fuzz/FuzzSupport"),

@@ -99,9 +99,12 @@ enum PaymentErrorMapping {
     /// A VAS request naming unconfigured merchants → `invalidVASMerchants`; a phone answer or cryptogram that
     /// cannot be used (malformed, unknown key, altered, stale) → `cardReadFailed`, naming the step.
     static func loyaltyError(_ error: LoyaltyError) -> any Error {
-        error.code == .invalidRequest
-            ? PaymentCardReaderError.invalidVASMerchants(error.reason)
-            : ReadError.cardReadFailed("\(error.description); tap again")
+        switch error.code {
+        case .invalidRequest: PaymentCardReaderError.invalidVASMerchants(error.reason)
+        // A phone that refuses the Smart Tap collector will refuse it again: no "tap again".
+        case .sessionRefused: ReadError.cardReadFailed(error.description)
+        default: ReadError.cardReadFailed("\(error.description); tap again")
+        }
     }
 
     static func kernelError(_ error: ProximaError) -> any Error {

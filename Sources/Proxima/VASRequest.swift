@@ -8,7 +8,9 @@ internal import Synchronization
 /// (``PaymentCardReaderSession/readPaymentCard(_:vasRequest:)``).
 ///
 /// Every merchant's ``Merchant/id`` is a pass type identifier configured with its private keys under
-/// `capabilities.loyalty.appleVAS.merchants`.
+/// `capabilities.loyalty.appleVAS.merchants`, or the Google Smart Tap collector ID of
+/// `capabilities.loyalty.smartTap` in decimal. With `smartTap` configured, an Android phone's pass is read on every
+/// request and comes back as one more entry whose id is the collector ID, so one request serves both wallets.
 public final class VASRequest: Sendable {
     /// A merchant whose pass to read (Apple's `VASRequest.Merchant`).
     public struct Merchant: Hashable, Sendable {
@@ -62,7 +64,7 @@ public struct VASReadResult: Hashable, Sendable, Identifiable, CustomStringConve
             case userInterventionRequired, incorrectData, unsupportedApplicationVersion
         }
 
-        /// The merchant (pass type identifier).
+        /// The merchant: the pass type identifier (Apple VAS), or the collector ID in decimal (Google Smart Tap).
         public let id: String
         /// The customer's pass data, decrypted (a loyalty number, usually UTF-8); only for ``Status/success``.
         /// Handed to the app on purpose: Proxima never logs it, and ``description`` shows only its length.

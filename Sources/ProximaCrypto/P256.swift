@@ -433,7 +433,7 @@ private func publicPoint(of key: OwnedKey, _ what: String) throws -> [UInt8] {
 }
 
 /// An `EVP_PKEY` for one operation, from a validated point and optionally its validated scalar.
-private func makeKey(publicPoint: [UInt8], privateScalar: [UInt8]?) throws -> OwnedKey {
+func makeKey(publicPoint: [UInt8], privateScalar: [UInt8]?) throws -> OwnedKey {
     let parameters = ParameterList()
     parameters.append("group", utf8: "prime256v1")
     parameters.append("pub", octets: publicPoint)

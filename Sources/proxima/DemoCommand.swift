@@ -246,7 +246,33 @@ struct DemoStore: Sendable {
             currencyCode: "USD",
             type: .purchase
         )
-        let result = try await session.readPaymentCard(request)
+        // With loyalty configured, the first lane reads the pass and then the card in one tap, the second stops on a
+        // pass (a loyalty-only tap when the phone offers one, else a payment), the others pay only. iPhones (Apple
+        // VAS) and Android phones (Smart Tap) go through the same request.
+        let loyaltyLane =
+            kernel.manifest.capabilities["loyalty"] == nil
+            ? nil : kernel.manifest.lanes.firstIndex { $0.id == lane }.map { $0 % 3 }
+        let vasRequest = VASRequest(merchantIdentifier: "pass.com.example.loyalty", localizedDescription: "Loyalty")
+        let result: PaymentCardReadResult
+        switch loyaltyLane {
+        case 0?:
+            result = try await session.readPaymentCard(request, vasRequest: vasRequest)
+        case 1?:
+            let (payment, passes) = try await session.readPaymentCard(
+                request,
+                vasRequest: vasRequest,
+                stopOnVASResult: true
+            )
+            guard let payment else {
+                guard passes?.entries.contains(where: { $0.status == .success }) == true else {
+                    throw DemoFailure("the tap stopped without a pass")
+                }
+                return
+            }
+            result = payment
+        default:
+            result = try await session.readPaymentCard(request)
+        }
         // The processor's side: the envelope must open with its key and carry this amount.
         guard let data = result.paymentCardData else { throw DemoFailure("no card data in the result") }
         let contents = try sandbox.open(data)

@@ -8,11 +8,12 @@ import ProximaProcessorSandbox
 enum VASCommand {
     static let command = Command(
         name: "vas",
-        summary: "Read the loyalty passes of one phone (Apple VAS) on the configured readers.",
+        summary: "Read the loyalty passes of one phone (Apple VAS, Google Smart Tap) on the configured readers.",
         details: """
             Asks the phone for the pass of each merchant and prints one line per merchant:
-            "vas <merchant id> <status> <pass data>", the data as UTF-8 when printable, else hex. Exits 0 when at
-            least one pass was read, 1 otherwise.
+            "vas <merchant id> <status> <pass data>", the data as UTF-8 when printable, else hex. With
+            capabilities.loyalty.smartTap, an Android phone's Google Wallet pass is one more line whose merchant
+            id is the collector ID. Exits 0 when at least one pass was read, 1 otherwise.
             """,
         options: [
             .value("lane", "L", help: "The lane to read on.", defaultDescription: "the first lane"),
@@ -24,8 +25,8 @@ enum VASCommand {
             .value(
                 "merchant",
                 "ID",
-                help: "A pass type identifier to ask for (repeatable).",
-                defaultDescription: "every merchant of capabilities.loyalty.appleVAS",
+                help: "A pass type identifier, or the Smart Tap collector ID, to ask for (repeatable).",
+                defaultDescription: "every merchant of capabilities.loyalty.appleVAS and the smartTap collector",
                 repeatable: true
             ),
             .value(
@@ -47,7 +48,9 @@ enum VASCommand {
         var merchants = args.values("merchant")
         if merchants.isEmpty { merchants = configuredMerchants(manifest) }
         guard !merchants.isEmpty else {
-            throw UsageError("no --merchant given and the manifest has no capabilities.loyalty.appleVAS.merchants")
+            throw UsageError(
+                "no --merchant given and the manifest has no capabilities.loyalty.appleVAS.merchants or smartTap"
+            )
         }
         let kernel = Kernel(manifest: manifest, registry: BuiltinPlugins.registry)
         let token: PaymentCardReader.Token
@@ -111,14 +114,21 @@ enum VASCommand {
         return bytes.map { String(format: "%02x", $0) }.joined()
     }
 
-    /// The pass type identifiers of `capabilities.loyalty.appleVAS.merchants`.
+    /// The pass type identifiers of `capabilities.loyalty.appleVAS.merchants`, then the Smart Tap collector ID of
+    /// `capabilities.loyalty.smartTap` in decimal.
     static func configuredMerchants(_ manifest: Manifest) -> [String] {
-        guard case .array(let merchants)? = manifest.capabilities["loyalty"]?["appleVAS"]?["merchants"] else {
-            return []
+        var ids: [String] = []
+        if case .array(let merchants)? = manifest.capabilities["loyalty"]?["appleVAS"]?["merchants"] {
+            ids = merchants.compactMap { merchant in
+                if case .string(let id)? = merchant["passTypeIdentifier"] { return id }
+                return nil
+            }
         }
-        return merchants.compactMap { merchant in
-            if case .string(let id)? = merchant["passTypeIdentifier"] { return id }
-            return nil
+        switch manifest.capabilities["loyalty"]?["smartTap"]?["collectorID"] {
+        case .integer(let collector)?: ids.append(String(collector))
+        case .number(let collector)? where collector == collector.rounded(): ids.append(String(Int64(collector)))
+        default: break
         }
+        return ids
     }
 }

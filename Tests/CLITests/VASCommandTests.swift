@@ -5,7 +5,7 @@ import Testing
 /// `proxima vas` against the virtual iPhones of `Config/cards`, on a manifest in a temporary folder whose `keys`
 /// link to `Config/keys` (the sandbox token comes from the TEST processor key there).
 @Suite struct VASCommandTests {
-    static func manifest(card: String) throws -> String {
+    static func manifest(card: String, smartTap: Bool = false) throws -> String {
         let directory = NSTemporaryDirectory() + "proxima-vas-cli-\(UUID().uuidString.lowercased())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let config = PackageFiles.configDirectory
@@ -20,7 +20,10 @@ import Testing
                              "readerIdentifier": "proxima-vas-cli" },
                 "loyalty": { "appleVAS": { "merchants": [
                   { "passTypeIdentifier": "pass.com.example.loyalty", "privateKeys": ["keys/vas-test-private.pem"] },
-                  { "passTypeIdentifier": "pass.com.example.coffee", "privateKeys": ["keys/vas-test-private.pem"] } ] } } } }
+                  { "passTypeIdentifier": "pass.com.example.coffee", "privateKeys": ["keys/vas-test-private.pem"] } ] }\(
+                smartTap
+                    ? #", "smartTap": { "collectorID": 20180608, "keyVersion": 1, "privateKey": "keys/smarttap-test-private.pem" }"#
+                    : "") } } }
             """
         let path = directory + "/proxima.json"
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
@@ -55,6 +58,18 @@ import Testing
 }
 
 extension VASCommandTests {
+    @Test func printsTheSmartTapEntryOfAnAndroidPhoneUnderTheCollectorID() throws {
+        let run = try CLITests.run([
+            "vas", "--config", Self.manifest(card: "smarttap-android-loyalty.json", smartTap: true),
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(
+            run.stdout == "vas pass.com.example.loyalty vasDataNotFound\n"
+                + "vas pass.com.example.coffee vasDataNotFound\n"
+                + "vas 20180608 success PROXIMA-GOOGLE-0001\n"
+        )
+    }
+
     @Test func payWithVASReadsThePassAndTheCardInOneTap() throws {
         let run = try CLITests.run([
             "pay", "--config", Self.manifest(card: "vas-iphone-loyalty-visa.json"), "--amount", "5.00", "--currency",

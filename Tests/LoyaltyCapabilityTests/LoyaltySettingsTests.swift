@@ -51,6 +51,20 @@ import Testing
         #expect(settings.smartTap == nil)
     }
 
+    @Test func aSmartTapOnlyBlockLoadsItsCollectorKeyOnce() throws {
+        let settings = try Self.settings(
+            #"{ "smartTap": { "collectorID": 20180608, "keyVersion": 3, "privateKey": "keys/smarttap-test-private.pem" } }"#
+        )
+        #expect(settings.merchants.isEmpty)
+        #expect(settings.smartTap?.collectorName == "20180608")
+        #expect(settings.smartTap?.keyVersion == 3)
+        #expect(
+            settings.smartTap?.signingKey.key.publicKey
+                == (try TestKeys.privateKey("smarttap-test-private.pem").publicKey)
+        )
+        #expect(!"\(settings.smartTap.map { "\($0)" } ?? "")".contains("BEGIN"))
+    }
+
     @Test func errorsNameTheirPath() {
         let cases: [(String, String)] = [
             (
@@ -70,7 +84,16 @@ import Testing
                 #"{ "appleVAS": { "merchants": [ { "passTypeIdentifier": "p.a", "privateKeys": ["keys/vas-test-private.pem"] } ], "maxCryptogramAgeSeconds": 0 } }"#,
                 "capabilities.loyalty.appleVAS.maxCryptogramAgeSeconds"
             ),
-            (#"{ "smartTap": {} }"#, "capabilities.loyalty: missing required member \"appleVAS\""),
+            (#"{ "smartTap": {} }"#, "capabilities.loyalty.smartTap: missing required member \"collectorID\""),
+            (#"{}"#, "capabilities.loyalty: expected appleVAS, smartTap or both"),
+            (
+                #"{ "appleVAS": { "merchants": [ { "passTypeIdentifier": "7", "privateKeys": ["keys/vas-test-private.pem"] } ] }, "smartTap": { "collectorID": 7, "keyVersion": 1, "privateKey": "keys/smarttap-test-private.pem" } }"#,
+                "capabilities.loyalty.smartTap.collectorID"
+            ),
+            (
+                #"{ "smartTap": { "collectorID": 1, "keyVersion": 1, "privateKey": "keys/psp-test-public.pem" } }"#,
+                "capabilities.loyalty.smartTap.privateKey"
+            ),
             (
                 #"{ "appleVAS": { "merchants": [ { "passTypeIdentifier": "p.a", "privateKeys": ["keys/vas-test-private.pem"] } ] }, "smartTap": { "collectorID": 1, "keyVersion": 1, "privateKey": "keys/nope.pem" } }"#,
                 "capabilities.loyalty.smartTap.privateKey"

@@ -23,6 +23,11 @@ internal import ProximaCrypto
 /// do not enter it), so a cryptogram recorded off the air decrypts again on any reader with the merchant's key.
 /// Only its timestamp's age stops a replay: keep `maxCryptogramAgeSeconds` short.
 ///
+/// **Google Smart Tap 2.1.** When `capabilities.loyalty.smartTap` is configured and the OSE answer is an Android
+/// phone's Smart Tap directory, the same tap goes on with SELECT Smart Tap 2, NEGOTIATE SECURE CHANNEL and GET DATA
+/// (`SmartTap/SmartTapSession.swift`); the pass is one more entry whose merchant id is the collector ID in decimal,
+/// so POS code handles both wallets through one request and one result.
+///
 /// Enhanced Contactless Polling (the `6A 01 …` frame real iPhones want before they open VAS) is not an APDU; it is
 /// the reader's or transport's job and outside this capability.
 package struct AppleVASCapability: Capability {
@@ -35,20 +40,24 @@ package struct AppleVASCapability: Capability {
     package var now: @Sendable () -> Date
     /// Four bytes for `9F28` each request; the OS CSPRNG unless a test injects a fixed source.
     package var terminalNonces: @Sendable () throws -> [UInt8]
+    /// The Smart Tap reader nonce, session id and ephemeral key.
+    package var smartTapRandomness: SmartTapRandomness
 
     package init(
         settings: LoyaltySettings,
         now: @escaping @Sendable () -> Date = { Date() },
-        terminalNonces: @escaping @Sendable () throws -> [UInt8] = { try SecureRandom.bytes(count: 4) }
+        terminalNonces: @escaping @Sendable () throws -> [UInt8] = { try SecureRandom.bytes(count: 4) },
+        smartTapRandomness: SmartTapRandomness = .system
     ) {
         self.settings = settings
         self.now = now
         self.terminalNonces = terminalNonces
+        self.smartTapRandomness = smartTapRandomness
     }
 
     package var requirements: CapabilityRequirements {
         CapabilityRequirements(
-            applicationIdentifiers: [VASSession.applicationName],
+            applicationIdentifiers: [VASSession.applicationName, VASSession.smartTap2AID],
             technologies: [.iso14443A, .iso14443B]
         )
     }
@@ -67,6 +76,7 @@ package struct AppleVASCapability: Capability {
                 settings: settings,
                 now: now,
                 terminalNonces: terminalNonces,
+                smartTapRandomness: smartTapRandomness,
                 channel: channel,
                 context: context
             )
@@ -82,6 +92,7 @@ struct VASSession {
     let settings: LoyaltySettings
     let now: @Sendable () -> Date
     let terminalNonces: @Sendable () throws -> [UInt8]
+    let smartTapRandomness: SmartTapRandomness
     let channel: any CardChannel
     let context: TapContext
 
@@ -101,14 +112,16 @@ struct VASSession {
                 "the VAS request names \(request.merchants.count) merchants; at most 16 per tap"
             )
         }
-        return try request.merchants.map { (asked) throws(LoyaltyError) in
+        let collector = settings.smartTap?.collectorName
+        return try request.merchants.filter { $0.passTypeIdentifier != collector }.map { (asked) throws(LoyaltyError) in
             guard let configured = settings.merchant(asked.passTypeIdentifier) else {
-                let known = settings.merchants.map(\.passTypeIdentifier).joined(separator: ", ")
+                var known = settings.merchants.map(\.passTypeIdentifier)
+                if let collector { known.append("Smart Tap collector \(collector)") }
                 throw LoyaltyError(
                     .invalidRequest,
                     step: "request",
-                    "merchant \"\(asked.passTypeIdentifier)\" has no keys in capabilities.loyalty.appleVAS "
-                        + "(configured: \(known))"
+                    "merchant \"\(asked.passTypeIdentifier)\" has no keys in capabilities.loyalty.appleVAS and is not "
+                        + "the smartTap collector (configured: \(known.joined(separator: ", ")))"
                 )
             }
             if let url = asked.signupURL {
@@ -133,19 +146,49 @@ struct VASSession {
             return VASOutcome(application: nil, entries: [], reader: channel.reader)
         }
         let application = try await selectVAS()
+        var appleEntries: [VASEntry] = []
+        if !merchants.isEmpty {
+            appleEntries = try await readApplePasses(merchants, application: application, mode: request.mode)
+        }
+        var smartTapEntry: VASEntry?
+        if let smartTap = settings.smartTap {
+            if let directory = application?.smartTap, directory.offersSmartTap2 || directory.deviceNonce != nil {
+                smartTapEntry = try await readSmartTap(smartTap, directory: directory, mode: request.mode)
+            } else if request.merchants.contains(where: { $0.passTypeIdentifier == smartTap.collectorName }) {
+                smartTapEntry = VASEntry(passTypeIdentifier: smartTap.collectorName, status: .vasDataNotFound)
+            }
+        }
+        // Request order; the Smart Tap entry where the request names the collector, else last.
+        var entries: [VASEntry] = []
+        var apple = appleEntries.makeIterator()
+        for asked in request.merchants {
+            if let smartTap = settings.smartTap, asked.passTypeIdentifier == smartTap.collectorName {
+                if let entry = smartTapEntry { entries.append(entry) }
+                smartTapEntry = nil
+            } else if let entry = apple.next() {
+                entries.append(entry)
+            }
+        }
+        if let smartTapEntry { entries.append(smartTapEntry) }
+        return VASOutcome(application: application, entries: entries, reader: channel.reader)
+    }
+
+    /// GET VAS DATA for every Apple merchant, or the status they all get when the phone has no usable Apple VAS.
+    func readApplePasses(
+        _ merchants: [(VASMerchantRequest, LoyaltySettings.Merchant)],
+        application: VASApplicationInfo?,
+        mode: VASMode
+    ) async throws -> [VASEntry] {
         let unavailable: VASEntryStatus? =
             switch application {
             case nil: .vasDataNotFound
+            case let info? where info.version.isEmpty: .vasDataNotFound
             case let info? where !info.isSupportedVersion: .unsupportedApplicationVersion
             case let info? where !info.mayPerformVAS: .vasDataNotFound
             default: nil
             }
         if let unavailable {
-            return VASOutcome(
-                application: application,
-                entries: merchants.map { VASEntry(passTypeIdentifier: $0.0.passTypeIdentifier, status: unavailable) },
-                reader: channel.reader
-            )
+            return merchants.map { VASEntry(passTypeIdentifier: $0.0.passTypeIdentifier, status: unavailable) }
         }
         var entries: [VASEntry] = []
         for (index, (asked, configured)) in merchants.enumerated() {
@@ -154,12 +197,12 @@ struct VASSession {
                 try await getVASData(
                     asked,
                     configured: configured,
-                    mode: request.mode,
+                    mode: mode,
                     moreFollow: index < merchants.count - 1
                 )
             )
         }
-        return VASOutcome(application: application, entries: entries, reader: channel.reader)
+        return entries
     }
 
     /// `channel.transceive` with the step named in every error.

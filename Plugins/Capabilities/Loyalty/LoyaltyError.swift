@@ -37,7 +37,7 @@ public struct LoyaltyError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A stable error code. Compare codes, never reasons.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Backing: String, Hashable, Sendable {
-            case cardReadFailed, cryptogramRejected, staleCryptogram, unknownKey, invalidRequest
+            case cardReadFailed, cryptogramRejected, staleCryptogram, unknownKey, invalidRequest, sessionRefused
         }
         private let backing: Backing
         private init(_ backing: Backing) { self.backing = backing }
@@ -56,6 +56,10 @@ public struct LoyaltyError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unknownKey = Code(.unknownKey)
         /// The request names a merchant this kernel has no keys for, or no merchant at all.
         public static let invalidRequest = Code(.invalidRequest)
+        /// A phone refused the Google Smart Tap session for good (`94xx`): it does not know the collector ID or key
+        /// version, or the collector's signature did not verify (check `capabilities.loyalty.smartTap` against the
+        /// Google Pay & Wallet Console), or it has had too many requests (`9406`).
+        public static let sessionRefused = Code(.sessionRefused)
     }
 }
 

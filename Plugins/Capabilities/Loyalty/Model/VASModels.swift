@@ -97,6 +97,9 @@ package struct VASApplicationInfo: Hashable, Sendable {
     package var deviceNonce: [UInt8]?
     /// `9F23`: the mobile capabilities, four bytes.
     package var capabilities: [UInt8]
+    /// The Smart Tap part of an Android phone's answer (`C0`–`C3`, the Smart Tap 2 directory entry); `nil` when the
+    /// answer has none of it.
+    package var smartTap: SmartTapDirectory? = nil
 
     /// The one version this terminal speaks.
     package static let supportedVersion: [UInt8] = [0x01, 0x00]
@@ -122,7 +125,8 @@ package struct VASEntry: Hashable, Sendable {
 }
 
 /// What a VAS tap read: the phone's FCI (`nil` when it has no VAS application) and one entry per merchant asked,
-/// in request order.
+/// in request order; a Google Smart Tap pass is one more entry whose ``VASEntry/passTypeIdentifier`` is the
+/// collector ID in decimal (where the request named it, else last).
 package struct VASOutcome: Hashable, Sendable {
     package var application: VASApplicationInfo?
     package var entries: [VASEntry]

@@ -16,15 +16,16 @@ internal import ProximaSystem
 /// }
 /// ```
 ///
-/// - `appleVAS.merchants` (required, 1–16): each a `passTypeIdentifier` (1–255 printable ASCII characters) and
+/// - `appleVAS.merchants` (1–16): each a `passTypeIdentifier` (1–255 printable ASCII characters) and
 ///   `privateKeys` (1–8 paths, resolved against the manifest's folder, of P-256 private keys in PEM, PKCS#8 or
 ///   SEC 1). Several keys let a merchant rotate: the cryptogram's key id picks one. Two merchants may not share a
 ///   pass type identifier.
 /// - `appleVAS.maxCryptogramAgeSeconds` (default 300, 1…86400): how old a cryptogram's timestamp may be (and how
 ///   far ahead of this host's clock). VAS has no reader nonce: a recorded cryptogram replays until it is this old.
 /// - `smartTap` (optional): Google Smart Tap's `collectorID` (1…2^32−1), `keyVersion` (1…2^32−1) and the
-///   collector's P-256 `privateKey`. Validated and loaded here; the Smart Tap protocol itself is not implemented
-///   yet, so a configured block reads no Android passes.
+///   collector's P-256 `privateKey` (loaded here, once), which signs every session. A pass read through Smart Tap
+///   is an entry whose merchant id is the collector ID in decimal.
+/// - At least one of `appleVAS` and `smartTap` must be present.
 package struct LoyaltySettings: Sendable {
     /// The manifest key of these settings under `capabilities`.
     package static let capabilityID: CapabilityID = "loyalty"
@@ -48,11 +49,14 @@ package struct LoyaltySettings: Sendable {
     package struct VASKey: Sendable, CustomStringConvertible {
         package var keyID: [UInt8]
         package var privateKey: P256.PrivateKey
+        /// The key's OpenSSL objects, built once here rather than on every tap.
+        package let prepared: P256.PreparedPrivateKey
         /// Where it was loaded from, for messages.
         package var path: String
 
         package init(privateKey: P256.PrivateKey, path: String) throws {
             self.privateKey = privateKey
+            self.prepared = try P256.PreparedPrivateKey(privateKey)
             self.path = path
             self.keyID = try Self.keyID(of: privateKey.publicKey)
         }
@@ -64,10 +68,24 @@ package struct LoyaltySettings: Sendable {
         package var description: String { "VAS key \(keyID.hexString) (\(path))" }
     }
 
-    package struct SmartTap: Sendable {
+    /// Google Smart Tap's collector: its id, the version of its long-term key and the key, which signs every
+    /// session. `CustomStringConvertible` shows the id and version only.
+    package struct SmartTap: Sendable, CustomStringConvertible {
         package var collectorID: UInt32
         package var keyVersion: UInt32
-        package var privateKey: P256.PrivateKey
+        /// The key that signs each session, its OpenSSL objects built once here rather than on every tap.
+        package let signingKey: P256.PreparedPrivateKey
+
+        package init(collectorID: UInt32, keyVersion: UInt32, privateKey: P256.PrivateKey) throws {
+            self.collectorID = collectorID
+            self.keyVersion = keyVersion
+            self.signingKey = try P256.PreparedPrivateKey(privateKey)
+        }
+
+        /// The collector ID in decimal: the merchant id of its entries.
+        package var collectorName: String { String(collectorID) }
+
+        package var description: String { "Smart Tap collector \(collectorID) key version \(keyVersion)" }
     }
 
     package var merchants: [Merchant]
@@ -90,39 +108,45 @@ package struct LoyaltySettings: Sendable {
     ///   not a P-256 private key).
     package init(json: JSONValue, path: String, baseDirectory: String) throws {
         var object = try StrictObject(json, at: path)
-        let vasPath = object.path(of: "appleVAS")
-        var vas = try StrictObject(try object.required("appleVAS", expected: "an object"), at: vasPath)
-        var seen: Set<String> = []
-        let merchants = try vas.array("merchants") { value, merchantPath -> Merchant in
-            var merchant = try StrictObject(value, at: merchantPath)
-            let identifier = try merchant.string("passTypeIdentifier")
-            guard identifier.utf8.count <= 255, identifier.utf8.allSatisfy({ (0x21..<0x7F).contains($0) }) else {
-                throw merchant.fail("passTypeIdentifier", "expected 1–255 printable ASCII characters without spaces")
+        var merchants: [Merchant] = []
+        var age: Int64 = 300
+        if let vasValue = object.value("appleVAS") {
+            var vas = try StrictObject(vasValue, at: object.path(of: "appleVAS"))
+            var seen: Set<String> = []
+            merchants = try vas.array("merchants") { value, merchantPath -> Merchant in
+                var merchant = try StrictObject(value, at: merchantPath)
+                let identifier = try merchant.string("passTypeIdentifier")
+                guard identifier.utf8.count <= 255, identifier.utf8.allSatisfy({ (0x21..<0x7F).contains($0) }) else {
+                    throw merchant.fail(
+                        "passTypeIdentifier",
+                        "expected 1–255 printable ASCII characters without spaces"
+                    )
+                }
+                guard seen.insert(identifier).inserted else {
+                    throw merchant.fail("passTypeIdentifier", "\"\(identifier)\" is configured twice")
+                }
+                let decoder = merchant
+                let keys = try merchant.array("privateKeys") { keyValue, keyPath -> VASKey in
+                    let file = try decoder.decodeString(keyValue, at: keyPath)
+                    let resolved = Self.resolve(file, against: baseDirectory)
+                    return try VASKey(privateKey: Self.loadPrivateKey(resolved, at: keyPath), path: resolved)
+                }
+                guard (1...8).contains(keys.count) else {
+                    throw merchant.fail("privateKeys", "expected 1–8 key files, found \(keys.count)")
+                }
+                try merchant.finish()
+                return Merchant(
+                    passTypeIdentifier: identifier,
+                    passTypeHash: try SHA256.hash(Array(identifier.utf8)),
+                    keys: keys
+                )
             }
-            guard seen.insert(identifier).inserted else {
-                throw merchant.fail("passTypeIdentifier", "\"\(identifier)\" is configured twice")
+            guard (1...16).contains(merchants.count) else {
+                throw vas.fail("merchants", "expected 1–16 merchants, found \(merchants.count)")
             }
-            let decoder = merchant
-            let keys = try merchant.array("privateKeys") { keyValue, keyPath -> VASKey in
-                let file = try decoder.decodeString(keyValue, at: keyPath)
-                let resolved = Self.resolve(file, against: baseDirectory)
-                return try VASKey(privateKey: Self.loadPrivateKey(resolved, at: keyPath), path: resolved)
-            }
-            guard (1...8).contains(keys.count) else {
-                throw merchant.fail("privateKeys", "expected 1–8 key files, found \(keys.count)")
-            }
-            try merchant.finish()
-            return Merchant(
-                passTypeIdentifier: identifier,
-                passTypeHash: try SHA256.hash(Array(identifier.utf8)),
-                keys: keys
-            )
+            age = try vas.optionalInteger("maxCryptogramAgeSeconds", in: 1...86_400) ?? 300
+            try vas.finish()
         }
-        guard (1...16).contains(merchants.count) else {
-            throw vas.fail("merchants", "expected 1–16 merchants, found \(merchants.count)")
-        }
-        let age = try vas.optionalInteger("maxCryptogramAgeSeconds", in: 1...86_400) ?? 300
-        try vas.finish()
 
         var smartTap: SmartTap?
         if let smartTapValue = object.value("smartTap") {
@@ -135,7 +159,21 @@ package struct LoyaltySettings: Sendable {
                 at: block.path(of: "privateKey")
             )
             try block.finish()
-            smartTap = SmartTap(collectorID: UInt32(collector), keyVersion: UInt32(version), privateKey: key)
+            smartTap = try SmartTap(collectorID: UInt32(collector), keyVersion: UInt32(version), privateKey: key)
+            if let collision = merchants.first(where: { $0.passTypeIdentifier == String(collector) }) {
+                throw block.fail(
+                    "collectorID",
+                    "\(collector) is also an appleVAS passTypeIdentifier (\(collision.passTypeIdentifier)); entries "
+                        + "name the collector by its ID, so the two must differ"
+                )
+            }
+        }
+        guard !merchants.isEmpty || smartTap != nil else {
+            throw ProximaError(
+                .invalidManifest,
+                "expected appleVAS, smartTap or both (a loyalty block that reads no pass)",
+                jsonPath: path
+            )
         }
         try object.finish()
         self.init(merchants: merchants, maxCryptogramAge: .seconds(age), smartTap: smartTap)

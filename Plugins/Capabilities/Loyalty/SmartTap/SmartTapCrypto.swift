@@ -45,8 +45,11 @@ package enum SmartTapCrypto {
         collectorID: UInt32,
         signature: P256.ECDSASignature
     ) throws -> SessionKeys {
-        let device = try P256.PublicKey(compressedRepresentation: deviceEphemeral)
-        let z = try readerEphemeral.sharedSecret(with: device)
+        guard deviceEphemeral.count == 33, deviceEphemeral[0] == 0x02 || deviceEphemeral[0] == 0x03 else {
+            throw CryptoError(.invalidKey, "the device key has \(deviceEphemeral.count) bytes; expected 33, compressed")
+        }
+        // On the process's cached group: no EVP keys built for a key used once.
+        let z = try P256.sharedSecret(privateKey: readerEphemeral, point: deviceEphemeral)
         let info =
             signedData(
                 readerNonce: readerNonce,

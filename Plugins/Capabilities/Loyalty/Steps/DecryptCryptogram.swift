@@ -62,15 +62,16 @@ package enum VASCryptogram {
                 "key id \(keyID.hexString) is none of the merchant's keys (\(known)); was the pass made for another key?"
             )
         }
-        let devicePoint: P256.PublicKey
+        // `02 ‖ x`: the sign of y does not change the x coordinate of d·Q. The key's OpenSSL objects were built
+        // when the settings were loaded, so the tap only decodes the point and multiplies.
+        let z: [UInt8]
         do {
-            devicePoint = try P256.PublicKey(compressedRepresentation: [0x02] + x)
+            z = try key.prepared.sharedSecret(withPoint: [0x02] + x)
         } catch {
             throw LoyaltyError(.cardReadFailed, step: step, "the device's ephemeral x is not on P-256")
         }
         let plaintext: [UInt8]
         do {
-            let z = try key.privateKey.sharedSecret(with: devicePoint)
             if let current = try? open(sealed, z: z, sharedInfo: sharedInfo(passTypeHash: merchant.passTypeHash)) {
                 plaintext = current
             } else {
