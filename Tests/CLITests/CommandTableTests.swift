@@ -154,6 +154,8 @@ import Testing
         (["vas"], 3),
         (["psp", "token"], 3),
         (["psp", "decrypt", "AAAA"], 3),
+        (["psp", "reader-key"], 3),
+        (["howto"], 3),
         (["cardsim", "--vpcd", "127.0.0.1:1", "--card", "/nonexistent/card.json"], 1),
         (["help"], 0),
     ]
