@@ -163,6 +163,7 @@ func euroPurchase(_ amount: Int64) -> EMVTransaction {
         let outcome = try await capability(Recorder(), settings: Self.frenchTerminal())
             .run(euroPurchase(1500), on: hostedChannel(try loadEMVCard("pay-cb-visa.json")), context: tapContext)
         #expect(outcome.selectedApplicationIdentifier == cbAID)
+        #expect(outcome.brand == .cartesBancaires)
         #expect(outcome.application?.kernel == .visa)
         #expect(outcome.cardData[0x9F36] == bytes("0008"))  // CB: ATC 7, this transaction 8
         #expect(outcome.status == .onlineRequest)
