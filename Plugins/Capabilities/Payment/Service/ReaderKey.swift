@@ -1,4 +1,3 @@
-internal import Foundation
 internal import ProximaCore
 package import ProximaCrypto
 internal import ProximaSystem
@@ -29,13 +28,14 @@ package struct ReaderKeyStore: Sendable {
     /// The key, created first when it is the data-directory default and missing.
     /// - Throws: ``PaymentServiceError/Code/notAllowed`` naming the file when it cannot be read, created or parsed.
     package func loadOrCreate() throws(PaymentServiceError) -> P256.PrivateKey {
-        if createsMissing, !FileManager.default.fileExists(atPath: path) {
+        do {
+            return try load()
+        } catch let error where createsMissing && (error.underlying as? SystemFile.Failure)?.errno == .noSuchFile {
             do {
-                let key = try P256.PrivateKey()
-                let pem = try key.pemRepresentation()
+                let pem = try P256.PrivateKey().pemRepresentation()
                 try SystemFile.createDirectory(SystemFile.parentDirectory(of: path), permissions: 0o700)
                 try SystemFile.writeAtomically(Array(pem.utf8), to: path, permissions: 0o600, replacing: false)
-            } catch let error as SystemFile.Failure where error.errno == .fileExists {
+            } catch let failure as SystemFile.Failure where failure.errno == .fileExists {
                 // Another process created it first: use theirs.
             } catch {
                 throw PaymentServiceError(
@@ -44,8 +44,8 @@ package struct ReaderKeyStore: Sendable {
                     underlying: error
                 )
             }
+            return try load()
         }
-        return try load()
     }
 
     /// The key in the file, without creating it.
