@@ -174,7 +174,7 @@ let package = Package(
         .executableTarget(name: "FuzzAPDU", dependencies: ["ProximaCore", "FuzzSupport"], path: "Fuzz/FuzzAPDU"),
         .executableTarget(
             name: "FuzzEMV",
-            dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability", "EMVCommon"],
+            dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability", "EMVCommon", "ProximaCrypto"],
             path: "Fuzz/FuzzEMV"
         ),
         .executableTarget(name: "FuzzCBOR", dependencies: ["ProximaCore"], path: "Fuzz/FuzzCBOR"),

@@ -2,9 +2,16 @@ import EMVCommon
 import FuzzSupport
 import PaymentCapability
 import ProximaCore
+import ProximaCrypto
 
-/// libFuzzer entry: the EMV parsers and a whole payment read against a card that answers with fuzzer bytes.
-/// Any input must end in an outcome or a `PaymentError` / `ProximaError`, never a trap or a hang.
+/// A fixed processor key and reader key for the envelope opener (any valid keys do: inputs are not sealed to them,
+/// the opener's checks before and after HPKE are what is fuzzed).
+let processorKey = try? P256.PrivateKey(rawRepresentation: Array(repeating: 0x11, count: 32))
+let readerKey = try? P256.PrivateKey(rawRepresentation: Array(repeating: 0x22, count: 32))
+
+/// libFuzzer entry: the EMV parsers, the card data envelope opener (versions 1 and 2), the amount parser, and a
+/// whole payment read against a card that answers with fuzzer bytes. Any input must end in an outcome or a
+/// `PaymentError` / `ProximaError` / `CardDataEnvelopeError` / `PaymentServiceError`, never a trap or a hang.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let bytes = Array(UnsafeRawBufferPointer(start: start, count: count))
@@ -13,6 +20,12 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     _ = try? ProcessingOptions(responseData: bytes)
     _ = try? GenerateACResponse(responseData: bytes)
     _ = try? CVMList(bytes: bytes, step: "fuzz")
+    if let processorKey, let readerKey {
+        _ = try? CardDataEnvelope.open(bytes, privateKey: processorKey, readerKeys: [readerKey.publicKey])
+    }
+    for code in ["USD", "JPY", "KWD"] {
+        _ = try? ISO4217Currency(alphabeticCode: code)?.minorUnits(parsing: String(decoding: bytes, as: UTF8.self))
+    }
 
     let channel = FuzzedChannel(answers: bytes)
     runToCompletion {

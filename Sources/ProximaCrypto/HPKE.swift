@@ -1,6 +1,6 @@
 import ProximaCore
 
-/// Hybrid Public Key Encryption (RFC 9180), base mode, with the one suite Proxima uses to encrypt card data to the
+/// Hybrid Public Key Encryption (RFC 9180), base and auth mode, with the one suite Proxima uses to encrypt card data to the
 /// payment processor: DHKEM(P-256, HKDF-SHA256) (KEM 0x0010), HKDF-SHA256 (KDF 0x0001), AES-128-GCM (AEAD 0x0001).
 ///
 /// Single-shot use is ``seal(to:info:aad:plaintext:)`` and ``open(enc:privateKey:info:aad:ciphertext:)``. Several
@@ -24,6 +24,8 @@ public enum HPKE {
 
     /// `mode_base` (RFC 9180 §5).
     static let modeBase: UInt8 = 0x00
+    /// `mode_auth` (RFC 9180 §5): the sender also proves it holds a static private key.
+    static let modeAuth: UInt8 = 0x02
 
     /// Encrypts one message to `publicKey` with a fresh ephemeral key (RFC 9180 §6.1 `Seal`).
     ///
@@ -159,6 +161,78 @@ extension HPKE {
     }
 }
 
+// MARK: - Auth mode (RFC 9180 §4.1 AuthEncap / AuthDecap, §5.1.3)
+
+extension HPKE {
+    /// DHKEM `AuthEncap(pkR, skS)` (RFC 9180 §4.1) with a given ephemeral key: `dh = DH(skE, pkR) ‖ DH(skS, pkR)`,
+    /// `kem_context = enc ‖ pkRm ‖ pkSm`.
+    static func authEncapsulate(
+        to recipientKey: P256.PublicKey,
+        senderKey: P256.PrivateKey,
+        ephemeralKey: P256.PrivateKey
+    ) throws -> (sharedSecret: [UInt8], enc: [UInt8]) {
+        let dh = try ephemeralKey.sharedSecret(with: recipientKey) + senderKey.sharedSecret(with: recipientKey)
+        let enc = ephemeralKey.publicKey.x963Representation
+        let kemContext = enc + recipientKey.x963Representation + senderKey.publicKey.x963Representation
+        return (try extractAndExpand(dh: dh, kemContext: kemContext), enc)
+    }
+
+    /// DHKEM `AuthDecap(enc, skR, pkS)` (RFC 9180 §4.1).
+    static func authDecapsulate(
+        enc: [UInt8],
+        privateKey: P256.PrivateKey,
+        senderPublicKey: P256.PublicKey
+    ) throws -> [UInt8] {
+        guard enc.count == encapsulatedKeyByteCount else {
+            throw CryptoError(
+                .invalidKey,
+                "HPKE enc of \(enc.count) bytes; expected a 65-byte uncompressed P-256 point"
+            )
+        }
+        let ephemeralKey = try P256.PublicKey(x963Representation: enc)
+        let dh = try privateKey.sharedSecret(with: ephemeralKey) + privateKey.sharedSecret(with: senderPublicKey)
+        let kemContext = enc + privateKey.publicKey.x963Representation + senderPublicKey.x963Representation
+        return try extractAndExpand(dh: dh, kemContext: kemContext)
+    }
+
+    /// Encrypts one message to `publicKey` in auth mode (RFC 9180 §5.1.3 `SetupAuthS`, then `Seal`) with a fresh
+    /// ephemeral key: only a holder of `senderKey` can make a ciphertext that opens with its public key.
+    ///
+    /// - Returns: `enc` and the ciphertext with its 16-byte tag.
+    public static func sealAuthenticated(
+        to publicKey: P256.PublicKey,
+        senderKey: P256.PrivateKey,
+        info: [UInt8],
+        aad: [UInt8],
+        plaintext: [UInt8]
+    ) throws -> (enc: [UInt8], ciphertext: [UInt8]) {
+        var sender = try Sender(recipientKey: publicKey, info: info, senderKey: senderKey)
+        let ciphertext = try sender.seal(plaintext, aad: aad)
+        return (sender.encapsulatedKey, ciphertext)
+    }
+
+    /// Decrypts one auth-mode message (RFC 9180 §5.1.3 `SetupAuthR`, then `Open`).
+    ///
+    /// - Throws: ``CryptoError/Code/authenticationFailed`` when it was not sealed to this key by the holder of
+    ///   `senderPublicKey`'s private key, or was altered.
+    public static func openAuthenticated(
+        enc: [UInt8],
+        privateKey: P256.PrivateKey,
+        senderPublicKey: P256.PublicKey,
+        info: [UInt8],
+        aad: [UInt8],
+        ciphertext: [UInt8]
+    ) throws -> [UInt8] {
+        var recipient = try Recipient(
+            encapsulatedKey: enc,
+            privateKey: privateKey,
+            info: info,
+            senderPublicKey: senderPublicKey
+        )
+        return try recipient.open(ciphertext, aad: aad)
+    }
+}
+
 // MARK: - Key schedule and contexts (RFC 9180 §5.1, §5.2, §5.3)
 
 extension HPKE {
@@ -170,11 +244,11 @@ extension HPKE {
         let baseNonce: [UInt8]
         let exporterSecret: [UInt8]
 
-        init(sharedSecret: [UInt8], info: [UInt8]) throws {
+        init(sharedSecret: [UInt8], info: [UInt8], mode: UInt8 = HPKE.modeBase) throws {
             let suite = HPKE.hpkeSuiteID
             let pskIDHash = try labeledExtract(suiteID: suite, salt: [], label: "psk_id_hash", ikm: [])
             let infoHash = try labeledExtract(suiteID: suite, salt: [], label: "info_hash", ikm: info)
-            keyScheduleContext = [HPKE.modeBase] + pskIDHash + infoHash
+            keyScheduleContext = [mode] + pskIDHash + infoHash
             secret = try labeledExtract(suiteID: suite, salt: sharedSecret, label: "secret", ikm: [])
             key = try labeledExpand(
                 suiteID: suite,
@@ -261,6 +335,36 @@ extension HPKE {
             self.schedule = schedule
         }
 
+        /// Sets up an auth-mode context (RFC 9180 §5.1.3 `SetupAuthS`) to `recipientKey` from `senderKey`, with a
+        /// fresh ephemeral key.
+        public init(recipientKey: P256.PublicKey, info: [UInt8], senderKey: P256.PrivateKey) throws {
+            try self.init(
+                recipientKey: recipientKey,
+                info: info,
+                senderKey: senderKey,
+                ephemeralKey: try P256.PrivateKey()
+            )
+        }
+
+        /// An auth-mode context with a chosen ephemeral key, for known-answer tests and worked examples only.
+        @_spi(KnownAnswerTests)
+        public init(
+            recipientKey: P256.PublicKey,
+            info: [UInt8],
+            senderKey: P256.PrivateKey,
+            ephemeralKey: P256.PrivateKey
+        ) throws {
+            let (sharedSecret, enc) = try HPKE.authEncapsulate(
+                to: recipientKey,
+                senderKey: senderKey,
+                ephemeralKey: ephemeralKey
+            )
+            let schedule = try KeySchedule(sharedSecret: sharedSecret, info: info, mode: HPKE.modeAuth)
+            self.encapsulatedKey = enc
+            self.sharedSecret = sharedSecret
+            self.schedule = schedule
+        }
+
         /// Encrypts the next message (RFC 9180 §5.2 `ContextS.Seal`) and advances the sequence number.
         /// - Returns: The ciphertext followed by its 16-byte tag.
         /// - Throws: ``CryptoError/Code/messageLimitReached`` when the sequence numbers are used up.
@@ -293,6 +397,25 @@ extension HPKE {
         public init(encapsulatedKey: [UInt8], privateKey: P256.PrivateKey, info: [UInt8]) throws {
             let sharedSecret = try HPKE.decapsulate(enc: encapsulatedKey, privateKey: privateKey)
             let schedule = try KeySchedule(sharedSecret: sharedSecret, info: info)
+            self.sharedSecret = sharedSecret
+            self.schedule = schedule
+        }
+
+        /// Sets up an auth-mode context (RFC 9180 §5.1.3 `SetupAuthR`): messages open only if the sender held the
+        /// private key of `senderPublicKey`.
+        /// - Throws: ``CryptoError/Code/invalidKey`` when `enc` is not a valid 65-byte uncompressed P-256 point.
+        public init(
+            encapsulatedKey: [UInt8],
+            privateKey: P256.PrivateKey,
+            info: [UInt8],
+            senderPublicKey: P256.PublicKey
+        ) throws {
+            let sharedSecret = try HPKE.authDecapsulate(
+                enc: encapsulatedKey,
+                privateKey: privateKey,
+                senderPublicKey: senderPublicKey
+            )
+            let schedule = try KeySchedule(sharedSecret: sharedSecret, info: info, mode: HPKE.modeAuth)
             self.sharedSecret = sharedSecret
             self.schedule = schedule
         }

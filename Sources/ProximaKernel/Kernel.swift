@@ -273,6 +273,12 @@ public final class Kernel: Sendable {
     /// Readers, their lanes and states, and queue lengths.
     public func snapshot() async -> PoolSnapshot { await pool.snapshot() }
 
+    /// Shows `lines` on the attendant display of `lane`, the lane's output sink: a ``KernelEvent/Kind/laneOutput(_:)``
+    /// event for whatever drives that display (the CLI prints it), never a value handed to the app.
+    public func show(onLane lane: LaneID, _ lines: [String]) {
+        events.publish(KernelEvent(.laneOutput(lines.joined(separator: "\n")), lane: lane, time: clock.now))
+    }
+
     /// Waits until `lane` can be served: a present, healthy reader that may serve it exists, free or busy (by the
     /// rule the scheduler leases by: the lane's readers, the shared pool when the lane overflows, only
     /// `pinnedReader` when given, extended length when needed).

@@ -15,6 +15,9 @@ public struct PaymentProcessorSandbox: Sendable {
     let settings: PaymentSettings
     public let tokenIssuer: ReaderTokenIssuer
     public var privateKey: P256.PrivateKey { tokenIssuer.privateKey }
+    /// The reader public keys registered with this sandbox processor: the kernel's own reader key (the sandbox runs
+    /// beside the kernel and reads it where the kernel keeps it) and any added with ``registering(readerKey:)``.
+    public private(set) var readerKeys: [P256.PublicKey]
     /// The kernel's reader identifier the sandbox issues tokens for (`capabilities.payment.readerIdentifier`).
     public var readerIdentifier: String { settings.readerIdentifier }
 
@@ -33,7 +36,24 @@ public struct PaymentProcessorSandbox: Sendable {
         }
         let file = PathResolution.resolve(privateKeyFile ?? Self.defaultPrivateKeyFile, against: manifest.baseDirectory)
         tokenIssuer = try ReaderTokenIssuer(settings: settings, privateKeyFile: file)
+        do {
+            readerKeys = [
+                try ReaderKeyStore(settings: settings, dataDirectory: manifest.dataDirectory).loadOrCreate().publicKey
+            ]
+        } catch {
+            throw ProximaError(.invalidArgument, error.reason, underlying: error)
+        }
     }
+
+    /// This sandbox with `readerKey` registered too (what a processor does when an account is linked).
+    public func registering(readerKey: P256.PublicKey) -> PaymentProcessorSandbox {
+        var copy = self
+        if !copy.readerKeys.contains(readerKey) { copy.readerKeys.append(readerKey) }
+        return copy
+    }
+
+    /// The identifier a version 2 envelope carries for a reader key: SHA-256 of its uncompressed point.
+    public static func readerKeyID(of key: P256.PublicKey) -> [UInt8] { ReaderKeyStore.keyID(of: key) }
 
     /// A sandbox for the manifest `PaymentCardReader()` uses (`PROXIMA_CONFIG`, else `Config/proxima.json`), with
     /// the private key `PSP_PRIVATE_KEY` names, else ``defaultPrivateKeyFile`` next to the manifest.
@@ -66,7 +86,12 @@ public struct PaymentProcessorSandbox: Sendable {
     public func open(_ paymentCardData: String, now: Date = Date()) throws -> OpenedCardData {
         do {
             return OpenedCardData(
-                contents: try CardDataEnvelope.open(paymentCardData, privateKey: privateKey, now: now)
+                contents: try CardDataEnvelope.open(
+                    paymentCardData,
+                    privateKey: privateKey,
+                    readerKeys: readerKeys,
+                    now: now
+                )
             )
         } catch let error as CardDataEnvelopeError {
             throw ProximaError(.malformedData, "card data envelope: \(error)", underlying: error)

@@ -62,6 +62,7 @@ enum DemoCommand {
             group.addTask { await kernel.run() }
             defer { group.cancelAll() }
             try await store.linkAccount()
+            try await store.showHowToTap()
             return await store.run()
         }
         print(report.summary)
@@ -164,6 +165,17 @@ struct DemoStore: Sendable {
         if try await !reader.isAccountLinked(using: token) {
             try await reader.linkAccount(using: token)
         }
+    }
+
+    /// Merchant education once per lane: how to tap, on each lane's display, printed as the display got it.
+    func showHowToTap() async throws {
+        guard case .payment = mode else { return }
+        let display = kernel.events.subscribe()
+        for lane in kernel.manifest.lanes.map(\.id) {
+            let reader = PaymentCardReader(kernel: kernel, lane: lane)
+            try await ProximityReaderDiscovery(reader: reader).present()
+        }
+        for line in await HowToCommand.laneOutputs(display, count: kernel.manifest.lanes.count) { print(line) }
     }
 
     func run() async -> DemoReport {

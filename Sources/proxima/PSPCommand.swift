@@ -1,6 +1,7 @@
 import Foundation
 import Proxima
 import ProximaCore
+import ProximaCrypto
 import ProximaKernel
 import ProximaProcessorSandbox
 import ProximaSystem
@@ -11,7 +12,7 @@ enum PSPCommand {
 
     static let command = Command(
         name: "psp",
-        summary: "The processor's side, as a sandbox: keygen, token, decrypt.",
+        summary: "The processor's side, as a sandbox: keygen, token, decrypt, reader-key.",
         details: "A sandbox of the payment processor's side, for integrators.",
         subcommands: [
             Command(
@@ -58,7 +59,17 @@ enum PSPCommand {
                     Opens a paymentCardData envelope with the private key and prints the transaction and the EMV
                     tags. The PAN shows as its last four digits and track data as a length unless --reveal is given.
                     """,
-                options: [keyOption, .flag("reveal", help: "Print the PAN and track data in clear.")],
+                options: [
+                    keyOption, .flag("reveal", help: "Print the PAN and track data in clear."),
+                    .value(
+                        "reader-key",
+                        "FILE",
+                        help: "A registered reader's public key (PEM) that version 2 envelopes may be sealed with "
+                            + "(repeatable).",
+                        defaultDescription: "this kernel's reader key (see 'proxima psp reader-key')",
+                        repeatable: true
+                    ),
+                ],
                 positionals: [
                     Positional(
                         placeholder: "ENVELOPE | -",
@@ -67,8 +78,32 @@ enum PSPCommand {
                 ],
                 action: { try await decrypt($0) }
             ),
+            Command(
+                name: "reader-key",
+                summary: "Print this kernel's reader public key (PEM) and its key id, to register with the processor.",
+                details: """
+                    Prints the public half of the reader key that seals card data envelopes (version 2, HPKE auth
+                    mode; Docs/card-data-envelope.md): capabilities.payment.readerKey, else
+                    <dataDirectory>/reader-key.pem, created on first use. The processor registers it when the account
+                    is linked and opens only envelopes sealed with a registered reader key. The key id is SHA-256 of
+                    the uncompressed point, as envelopes carry it.
+                    """,
+                options: [keyOption],
+                action: { try await readerKey($0) }
+            ),
         ]
     )
+
+    /// `proxima psp reader-key`: the reader's public key, PEM, then its key id.
+    static func readerKey(_ args: Arguments) async throws -> ExitCode {
+        let manifest = try CLI.loadManifest(args.configPath)
+        try checkKey(args, manifest)
+        let sandbox = try PaymentProcessorSandbox(manifest: manifest, privateKeyFile: args.value("key"))
+        guard let key = sandbox.readerKeys.first else { throw UsageError("the kernel has no reader key") }
+        print(key.pemRepresentation, terminator: key.pemRepresentation.hasSuffix("\n") ? "" : "\n")
+        print("key id: \(PaymentProcessorSandbox.readerKeyID(of: key).hexString)")
+        return .success
+    }
 
     static let keyOption = Option.value(
         "key",
@@ -138,7 +173,18 @@ enum PSPCommand {
     static func decrypt(_ args: Arguments) async throws -> ExitCode {
         let manifest = try CLI.loadManifest(args.configPath)
         try checkKey(args, manifest)
-        let sandbox = try PaymentProcessorSandbox(manifest: manifest, privateKeyFile: args.value("key"))
+        var sandbox = try PaymentProcessorSandbox(manifest: manifest, privateKeyFile: args.value("key"))
+        for file in args.values("reader-key") {
+            let path = PathResolution.resolve(file, against: manifest.baseDirectory)
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            let key: P256.PublicKey
+            do {
+                key = try P256.PublicKey(pemRepresentation: text)
+            } catch {
+                throw UsageError("--reader-key \(file): not a P-256 public key in PEM (\(error))")
+            }
+            sandbox = sandbox.registering(readerKey: key)
+        }
         let argument = args.positionals.first ?? "-"
         let input =
             argument == "-"

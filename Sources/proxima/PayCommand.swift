@@ -1,4 +1,5 @@
 import Foundation
+import PaymentCapability
 import Proxima
 import ProximaCore
 import ProximaKernel
@@ -44,10 +45,11 @@ enum PayCommand {
     )
 
     static func run(_ args: Arguments) async throws -> ExitCode {
-        guard let amountText = args.value("amount"), let amount = Decimal(string: amountText, locale: nil) else {
+        guard let amountText = args.value("amount") else {
             throw UsageError("--amount is required, as a decimal number such as 29.99")
         }
         guard let currency = args.value("currency") else { throw UsageError("--currency is required (USD, EUR, …)") }
+        let amount = try strictAmount(amountText, currency: currency)
         let typeName = args.string("type") ?? "purchase"
         guard let type = PaymentCardTransactionRequest.TransactionType(rawValue: typeName) else {
             throw UsageError("--type must be purchase or refund, got \"\(typeName)\"")
@@ -117,6 +119,21 @@ enum PayCommand {
             }
             return .success
         }
+    }
+
+    /// `--amount` read by the one amount parser of the payment service (a plain decimal number with at most the
+    /// currency's minor-unit digits), as the `Decimal` of the request.
+    static func strictAmount(_ text: String, currency code: String) throws -> Decimal {
+        guard let currency = ISO4217Currency(alphabeticCode: code) else {
+            throw UsageError("--currency \"\(code)\" is not an active ISO 4217 currency code (such as USD, EUR, JPY)")
+        }
+        let units: Int64
+        do {
+            units = try currency.minorUnits(parsing: text)
+        } catch {
+            throw UsageError("--amount: \(error.reason)")
+        }
+        return Decimal(sign: .plus, exponent: -currency.minorUnits, significand: Decimal(units))
     }
 
     /// The kernel id and first lane of the reader whose exact name or id is `name`.

@@ -142,9 +142,33 @@ import Testing
         #expect(opened.stdout.contains("(PAN masked)"))
     }
 
-    @Test func payRefusesABadAmountAsInvalidAmount() throws {
-        let run = try Self.run(["pay", "--lane", "lane-1", "--amount", "1.234", "--currency", "USD"])
-        #expect(run.status == 1)
-        #expect(run.stderr.contains("invalidAmount"))
+    /// `--amount` goes through the one amount parser before anything runs: a usage error naming the fix.
+    @Test(arguments: [
+        ("1.234", "USD", "has 3 decimals; USD has 2 minor-unit digits"),
+        ("1,50", "EUR", "use a dot as the decimal separator"),
+        ("12abc", "USD", "character 3 ('a') is not a digit"),
+        ("1.5.0", "USD", "more than one dot"),
+        ("1.0", "JPY", "JPY has no minor unit"),
+    ])
+    func payRefusesABadAmount(_ amount: String, _ currency: String, _ message: String) throws {
+        let run = try Self.run(["pay", "--lane", "lane-1", "--amount", amount, "--currency", currency])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("--amount: amount \"\(amount)\" \(currency): "), "\(run.stderr)")
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+
+    @Test func pspReaderKeyPrintsThePublicKeyAndItsID() throws {
+        let run = try Self.run(["psp", "reader-key"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.hasPrefix("-----BEGIN PUBLIC KEY-----\n"))
+        let idLine = try #require(run.stdout.split(separator: "\n").last)
+        #expect(idLine.hasPrefix("key id: ") && idLine.count == 8 + 64)
+    }
+
+    @Test func howtoPrintsWhatTheLaneDisplayGot() throws {
+        let run = try Self.run(["howto", "--lane", "lane-1", "--language", "fr"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.hasPrefix("[lane-1] Payer sans contact\n"), "\(run.stdout)")
+        #expect(run.stdout.contains("[lane-1] 1. Attendez que le lecteur"))
     }
 }

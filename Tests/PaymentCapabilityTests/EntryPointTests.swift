@@ -29,14 +29,21 @@ import Testing
         try channel.finish()  // no SELECT of the AID: nothing the terminal can run
         #expect(outcome.status == .endApplication)
         #expect(outcome.isCardNotSupported)
-        guard case .noSupportedApplication(let unsupported) = outcome.reason else {
+        guard case .noSupportedApplication(let unsupported, let tried) = outcome.reason else {
             Issue.record("unexpected reason \(outcome.reason)")
             return
         }
-        #expect(unsupported.map(\.identifier) == [bytes("A000000025010801")])
-        #expect(unsupported.first?.brand == .americanExpress)
-        #expect(unsupported.first?.kernel == .americanExpress)
-        #expect(outcome.reason.description.contains("American Express A000000025010801 needs Kernel 4"))
+        #expect(tried.isEmpty)
+        #expect(unsupported.map(\.application.identifier) == [bytes("A000000025010801")])
+        #expect(unsupported.first?.application.brand == .americanExpress)
+        #expect(unsupported.first?.application.kernel == .americanExpress)
+        #expect(
+            outcome.reason.description.contains(
+                "A000000025010801 (American Express): combination selection: no configured application matches this "
+                    + "AID (the card asks for Kernel 4 (American Express))"
+            ),
+            "\(outcome.reason)"
+        )
     }
 
     @Test func unsupportedApplicationsAreSkippedForSupportedOnes() async throws {
@@ -158,7 +165,7 @@ import Testing
             context: tapContext
         )
         #expect(last.status == .endApplication)
-        #expect(last.reason == .noSupportedApplication(unsupported: []))
+        #expect(last.reason == .noSupportedApplication(unsupported: [], tried: last.attempts))
         #expect(last.attempts.count == 1)
     }
 

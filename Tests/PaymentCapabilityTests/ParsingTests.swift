@@ -186,6 +186,6 @@ import Testing
     @Test func capabilityDeclaresItsAIDs() {
         let capability = EMVPaymentCapability()
         #expect(capability.identifier == "payment.emv")
-        #expect(capability.requirements.applicationIdentifiers == [bytes("A000000003"), bytes("A000000004")])
+        #expect(Set(capability.requirements.applicationIdentifiers) == [bytes("A000000003"), bytes("A000000004")])
     }
 }

@@ -160,12 +160,14 @@ import Testing
         #expect(commands[3...5] == ["00B2010C00", "00B2011400", "00B2021400"])
         let un = recorder.lastNumberBytes.hexString
         // CDOL1: 9F02 9F03 9F1A 95 5F2A 9A 9C 9F37 9F35 9F45 9F4C 9F34 9F21 9F7C = 66 bytes; unknown tags zero-filled.
+        // TVR: ODA not performed (byte 1 bit 8), above the floor limit of an online-only terminal (byte 4 bit 8).
+        // CVM Results: the CVM List 42 03 1E 03 1F 03 below any CVM required limit chooses 1F 03 (no CVM, successful).
         let cdol =
-            "000000002999" + "000000000000" + "0840" + "8000000000" + "0840" + "260314" + "00" + un + "21"
-            + "0000" + "0000000000000000" + "3F0000" + "092653" + String(repeating: "00", count: 20)
+            "000000002999" + "000000000000" + "0840" + "8000008000" + "0840" + "260314" + "00" + un + "21"
+            + "0000" + "0000000000000000" + "1F0302" + "092653" + String(repeating: "00", count: 20)
         #expect(commands[6] == "80AE800042" + cdol + "00")
         #expect(commands.count == 7)
-        #expect(outcome.cardData[0x95] == bytes("8000000000"))
+        #expect(outcome.cardData[0x95] == bytes("8000008000"))
         #expect(outcome.cardData[0x9F66] == nil)
         #expect(outcome.cardData.offlineAuthenticationRecordCount == 1)
     }
@@ -237,8 +239,10 @@ import Testing
                 on: hostedChannel(try loadEMVCard("pay-mastercard-mchip.json")),
                 context: tapContext
             )
+        // Book C-2: the CVM List is processed below the limit too, with "no CVM required" as the only method:
+        // 42 03 and 1E 03 do not apply, 1F 03 does (CVM Results 1F 03 02, not 3F 00 00).
         #expect(below.cvm == .noCVM)
-        #expect(below.cardData[0x9F34] == bytes("3F0000"))
+        #expect(below.cardData[0x9F34] == bytes("1F0302"))
     }
 
     @Test func qVSDCCVMRequiredByAmountSetsTheTTQ() async throws {

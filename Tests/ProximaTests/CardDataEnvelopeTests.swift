@@ -198,6 +198,17 @@ import Testing
             let session = try await PaymentHarness.preparedSession(reader)
             let result = try await session.readPaymentCard(PaymentHarness.purchase("12.34", "EUR"))
             let paymentCardData = try #require(result.paymentCardData)
+            // The reader key the processor registered (envelopes are version 2).
+            let manifest = try #require(reader.kernel).manifest
+            let readerKey = try ReaderKeyStore(
+                settings: try PaymentSettings(manifest: manifest),
+                dataDirectory: manifest.dataDirectory
+            ).load()
+            let readerPublicFile = manifest.dataDirectory + "/reader-public.pem"
+            _ = FileManager.default.createFile(
+                atPath: readerPublicFile,
+                contents: Data(readerKey.publicKey.pemRepresentation.utf8)
+            )
             let document = try String(contentsOfFile: PackageFiles.path("Docs/card-data-envelope.md"), encoding: .utf8)
             // The opener of the document's section 7, run as written.
             let start = try #require(document.range(of: "```python\n"))
@@ -207,11 +218,16 @@ import Testing
                 opener + """
 
                     import sys
-                    print(json.dumps(open_payment_card_data(sys.argv[1], open(sys.argv[2], "rb").read())))
+                    print(json.dumps(open_payment_card_data(sys.argv[1], open(sys.argv[2], "rb").read(),
+                                                            [open(sys.argv[3], "rb").read()])))
                     """,
-                arguments: [paymentCardData, Package.privateKeyFile]
+                arguments: [paymentCardData, Package.privateKeyFile, readerPublicFile]
             )
-            let ours = try CardDataEnvelope.open(paymentCardData, privateKey: PaymentHarness.privateKey)
+            let ours = try CardDataEnvelope.open(
+                paymentCardData,
+                privateKey: PaymentHarness.privateKey,
+                readerKeys: [readerKey.publicKey]
+            )
             #expect(payload.string("txn") == result.id)
             #expect(payload.string("amount") == "12.34")
             #expect(payload.string("currency") == "EUR")

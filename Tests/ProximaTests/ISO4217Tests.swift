@@ -160,3 +160,76 @@ import Testing
         #expect(try #require(ISO4217Currency(alphabeticCode: code)).format(minorUnitAmount: units) == text)
     }
 }
+
+/// The one amount parser (`ISO4217Currency.minorUnits(parsing:)`) behind the CLI's `--amount`, the manifest's
+/// limits and the API: the table of issue 8, each refusal naming the problem and the fix.
+@Suite struct StrictAmountTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        var text: String
+        var currency: String
+        /// Minor units, or `nil` when refused.
+        var minorUnits: Int64?
+        /// What the refusal must say.
+        var reason: String = ""
+        var testDescription: String { "\"\(text)\" \(currency)" }
+    }
+
+    static let cases: [Case] = [
+        .init(text: "1,50", currency: "EUR", minorUnits: nil, reason: "use a dot as the decimal separator"),
+        .init(text: "12abc", currency: "USD", minorUnits: nil, reason: "character 3 ('a') is not a digit"),
+        .init(text: "1.5.0", currency: "USD", minorUnits: nil, reason: "more than one dot"),
+        .init(text: "1e3", currency: "USD", minorUnits: nil, reason: "exponent"),
+        .init(text: " 1.00", currency: "USD", minorUnits: nil, reason: "space"),
+        .init(text: "1.00 ", currency: "USD", minorUnits: nil, reason: "space"),
+        .init(text: "-0", currency: "USD", minorUnits: nil, reason: "sign"),
+        .init(text: "+1", currency: "USD", minorUnits: nil, reason: "sign"),
+        .init(text: "0.001", currency: "USD", minorUnits: nil, reason: "3 decimals; USD has 2 minor-unit digits"),
+        .init(text: "0.001 USD", currency: "USD", minorUnits: nil, reason: "space"),
+        .init(text: "1", currency: "JPY", minorUnits: 1),
+        .init(text: "1.0", currency: "JPY", minorUnits: nil, reason: "JPY has no minor unit"),
+        .init(text: "1 JPY", currency: "JPY", minorUnits: nil, reason: "space"),
+        .init(text: "", currency: "USD", minorUnits: nil, reason: "empty"),
+        .init(text: "1.", currency: "USD", minorUnits: nil, reason: "both sides of the dot"),
+        .init(text: ".5", currency: "USD", minorUnits: nil, reason: "both sides of the dot"),
+        .init(text: "1.50", currency: "EUR", minorUnits: 150),
+        .init(text: "1.5", currency: "EUR", minorUnits: 150),
+        .init(text: "50.00", currency: "EUR", minorUnits: 5000),
+        .init(text: "0.00", currency: "EUR", minorUnits: 0),
+        .init(text: "0", currency: "USD", minorUnits: 0),
+        .init(text: "007.10", currency: "USD", minorUnits: 710),
+        .init(text: "1.250", currency: "KWD", minorUnits: 1250),
+        .init(text: "9999999999.99", currency: "USD", minorUnits: 999_999_999_999),
+        .init(text: "10000000000.00", currency: "USD", minorUnits: nil, reason: "12 digits"),
+        .init(text: "1٫5", currency: "USD", minorUnits: nil, reason: "is not a digit or dot"),
+    ]
+
+    @Test(arguments: cases)
+    func parsesOrRefusesWithTheFix(_ test: Case) throws {
+        let currency = try #require(ISO4217Currency(alphabeticCode: test.currency))
+        if let expected = test.minorUnits {
+            #expect(try currency.minorUnits(parsing: test.text) == expected)
+            return
+        }
+        do {
+            let units = try currency.minorUnits(parsing: test.text)
+            Issue.record("\"\(test.text)\" was read as \(units) minor units")
+        } catch {
+            #expect(error.code == .invalidAmount)
+            #expect(error.reason.contains(test.reason), "\(error.reason)")
+            #expect(error.reason.contains("\"\(test.text)\""))
+        }
+    }
+
+    /// `Decimal` amounts of the API take the same path: a value whose text the parser refuses is refused.
+    @Test func decimalAmountsUseTheSameParser() throws {
+        let jpy = try #require(ISO4217Currency(alphabeticCode: "JPY"))
+        #expect(try jpy.minorUnitAmount(of: Decimal(1)) == 1)
+        #expect(throws: PaymentServiceError(.invalidAmount, "")) {
+            try jpy.minorUnitAmount(of: Decimal(string: "1.5")!)
+        }
+        let usd = try #require(ISO4217Currency(alphabeticCode: "USD"))
+        #expect(throws: PaymentServiceError(.invalidAmount, "")) {
+            try usd.minorUnitAmount(of: Decimal(string: "0.001")!)
+        }
+    }
+}

@@ -40,7 +40,11 @@ import Testing
                         log.record(result)
                         log.record(result.generalCardData as Any)
                         if let data = result.paymentCardData {
-                            let contents = try CardDataEnvelope.open(data, privateKey: PaymentHarness.privateKey)
+                            let contents = try CardDataEnvelope.open(
+                                data,
+                                privateKey: PaymentHarness.privateKey,
+                                readerKeys: PaymentHarness.readerKeys
+                            )
                             log.record(contents)
                             log.record(contents.formatted())
                             // The revealed form does show the PAN, so the scan below can fail.
@@ -49,6 +53,7 @@ import Testing
                                 try CardDataEnvelope.open(
                                     data,
                                     privateKey: PaymentHarness.privateKey,
+                                    readerKeys: PaymentHarness.readerKeys,
                                     now: .distantFuture
                                 )
                             }

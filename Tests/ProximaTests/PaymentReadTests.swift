@@ -73,6 +73,22 @@ import Testing
             events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
         ),
         Expectation(
+            // Co-badged CB/Visa on the default combinations: CB has no default kernel, so Visa runs.
+            file: "pay-cb-visa.json",
+            outcome: .success,
+            brand: "Visa",
+            lastFour: "0119",
+            expiry: "12/28",
+            aid: "A0000000031010",
+            pan: "4761739001010119",
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
+        ),
+        Expectation(
+            file: "pay-mastercard-magstripe.json",
+            error: .cardNotSupported,
+            events: ["readyForTap", "cardDetected", "readNotCompleted"]
+        ),
+        Expectation(
             file: "pay-malformed-record.json",
             error: .cardReadFailed,
             events: ["readyForTap", "cardDetected", "readNotCompleted"]
@@ -127,7 +143,8 @@ import Testing
 
             let contents = try CardDataEnvelope.open(
                 try #require(result.paymentCardData),
-                privateKey: PaymentHarness.privateKey
+                privateKey: PaymentHarness.privateKey,
+                readerKeys: PaymentHarness.readerKeys
             )
             #expect(contents.transactionID == result.id)
             #expect(contents.amount == "29.99")
@@ -163,6 +180,7 @@ import Testing
                 try CardDataEnvelope.open(
                     try #require(result.paymentCardData),
                     privateKey: PaymentHarness.privateKey,
+                    readerKeys: PaymentHarness.readerKeys,
                     now: contents.expiresAt.addingTimeInterval(1)
                 )
             }
@@ -181,7 +199,8 @@ import Testing
             #expect(result.generalCardData?.lastFourDigits == "0038")
             let contents = try CardDataEnvelope.open(
                 try #require(result.paymentCardData),
-                privateKey: PaymentHarness.privateKey
+                privateKey: PaymentHarness.privateKey,
+                readerKeys: PaymentHarness.readerKeys
             )
             #expect(contents.outcome == "declined")
             #expect(contents[0x9F27] == [0x00])
@@ -196,7 +215,8 @@ import Testing
             )
             let contents = try CardDataEnvelope.open(
                 try #require(refund.paymentCardData),
-                privateKey: PaymentHarness.privateKey
+                privateKey: PaymentHarness.privateKey,
+                readerKeys: PaymentHarness.readerKeys
             )
             #expect(contents.kind == .refund)
             #expect(contents.amount == "1.250")
@@ -207,7 +227,8 @@ import Testing
             let yen = try await session.readPaymentCard(PaymentHarness.purchase("500", "jpy"))
             let yenContents = try CardDataEnvelope.open(
                 try #require(yen.paymentCardData),
-                privateKey: PaymentHarness.privateKey
+                privateKey: PaymentHarness.privateKey,
+                readerKeys: PaymentHarness.readerKeys
             )
             #expect(yenContents.amount == "500")
             #expect(yenContents.currencyCode == "JPY")
@@ -217,7 +238,8 @@ import Testing
             )
             let checkContents = try CardDataEnvelope.open(
                 try #require(check.paymentCardData),
-                privateKey: PaymentHarness.privateKey
+                privateKey: PaymentHarness.privateKey,
+                readerKeys: PaymentHarness.readerKeys
             )
             #expect(checkContents.kind == .verification)
             #expect(checkContents.amount == "0.00")
@@ -248,7 +270,8 @@ import Testing
             let result = try await session.readPaymentCard(PaymentHarness.purchase())
             let contents = try CardDataEnvelope.open(
                 try #require(result.paymentCardData),
-                privateKey: PaymentHarness.privateKey
+                privateKey: PaymentHarness.privateKey,
+                readerKeys: PaymentHarness.readerKeys
             )
             #expect(contents[0x9F36] == [0x00, 0x01])
         }

@@ -64,7 +64,8 @@ enum PaymentHarness {
     static func paymentBlock(extra: String = "") -> String {
         """
         { "processorPublicKey": "keys/psp-test-public.pem", "tokenIssuer": "\(issuer)",
-          "readerIdentifier": "\(readerIdentifier)"\(extra.isEmpty ? "" : ", " + extra) }
+          "readerIdentifier": "\(readerIdentifier)", "readerKey": "keys/reader-test-private.pem"\(
+            extra.isEmpty ? "" : ", " + extra) }
         """
     }
 
@@ -166,6 +167,14 @@ enum PaymentHarness {
         try await reader.linkAccount(using: token)
         return try await reader.prepare(using: token)
     }
+
+    /// The reader keys the sandbox processor registered: the TEST reader key every harness manifest configures.
+    static let readerKeys: [P256.PublicKey] = {
+        let pem =
+            (try? String(contentsOfFile: Package.configDirectory + "/keys/reader-test-public.pem", encoding: .utf8))
+            ?? ""
+        return (try? P256.PublicKey(pemRepresentation: pem)).map { [$0] } ?? []
+    }()
 
     static let privateKey: P256.PrivateKey = {
         do {

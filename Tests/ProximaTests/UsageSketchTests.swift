@@ -136,4 +136,31 @@ import Testing
             // expected
         }
     }
+
+    /// The sketch's merchant education, as written: `ProximityReaderDiscovery()` on the default reader, then
+    /// `present()`, which shows how to tap on the default lane's display (a lane output event of its kernel).
+    @Test func merchantEducationSnippetRunsAsWritten() async throws {
+        _ = Self.environment
+        let kernel = try #require(PaymentCardReader().kernel)
+        let display = kernel.events.subscribe()
+
+        // iOS 18+: Show Apple-provided merchant education
+        let discovery = ProximityReaderDiscovery()
+        try await discovery.present()
+
+        var shown: KernelEvent?
+        for await event in display {
+            if case .laneOutput = event.kind {
+                shown = event
+                break
+            }
+        }
+        let event = try #require(shown)
+        #expect(event.lane == "checkout")
+        guard case .laneOutput(let text) = event.kind else { return }
+        let content = try await discovery.content(for: .payment(.howToTap))
+        #expect(content.id == "payment.howToTap")
+        #expect(text == content.displayLines.joined(separator: "\n"))
+        #expect(!content.steps.isEmpty && !content.picture.isEmpty)
+    }
 }

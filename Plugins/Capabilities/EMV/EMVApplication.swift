@@ -14,6 +14,10 @@ public struct PaymentBrand: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let jcb = PaymentBrand(rawValue: "jcb")
     public static let unionPay = PaymentBrand(rawValue: "unionpay")
     public static let interac = PaymentBrand(rawValue: "interac")
+    /// Cartes Bancaires (France, RID `A000000042`); no EMVCo kernel of its own: terminals run it on Kernel 3 or 2.
+    public static let cartesBancaires = PaymentBrand(rawValue: "cb")
+    /// girocard (Germany, RID `A000000059`); runs on the kernel the terminal configures for it.
+    public static let girocard = PaymentBrand(rawValue: "girocard")
     public static let unknown = PaymentBrand(rawValue: "unknown")
 
     package static let visaRID: [UInt8] = [0xA0, 0x00, 0x00, 0x00, 0x03]
@@ -31,6 +35,8 @@ public struct PaymentBrand: RawRepresentable, Hashable, Sendable, CustomStringCo
         ([0xA0, 0x00, 0x00, 0x03, 0x24], .discover, .discover),
         ([0xA0, 0x00, 0x00, 0x03, 0x33], .unionPay, .unionPay),
         ([0xA0, 0x00, 0x00, 0x02, 0x77], .interac, nil),
+        ([0xA0, 0x00, 0x00, 0x00, 0x42], .cartesBancaires, nil),
+        ([0xA0, 0x00, 0x00, 0x00, 0x59], .girocard, nil),
     ]
 
     /// The brand of an application identifier; ``unknown`` for an RID not in the registry.
@@ -52,6 +58,8 @@ public struct PaymentBrand: RawRepresentable, Hashable, Sendable, CustomStringCo
         case .jcb: "JCB"
         case .unionPay: "UnionPay"
         case .interac: "Interac"
+        case .cartesBancaires: "CB"
+        case .girocard: "girocard"
         default: rawValue
         }
     }

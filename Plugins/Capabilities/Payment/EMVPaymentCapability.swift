@@ -6,16 +6,20 @@ package import ProximaCore
 ///
 /// The flow, with the sections it follows (EMV Contactless Books A–C, EMV 4.x Books 1–4):
 ///
-/// 1. **Pre-processing** (Book B §3.1.1): the TTQ (`9F66`) for this transaction: "online cryptogram required"
-///    for a zero amount (§3.1.1.11), "CVM required" at or above the reader CVM required limit (§3.1.1.8).
+/// 1. **Pre-processing** (Book B §3.1.1): per combination (``TerminalApplication``, the manifest's
+///    `applications`) the indicators and TTQ copy (``EntryPointIndicators``) from its limits in the transaction
+///    currency: status check, zero amount, contactless transaction limit (at or above: not allowed), floor limit
+///    (above: online cryptogram), CVM required limit (at or above: CVM required). No combination allowed → Try
+///    Another Interface (§3.1.1.13), before any command.
 /// 2. **Combination selection** (Book B §3.3.2): SELECT `2PAY.SYS.DDF01`. Any status but `9000` leaves the
 ///    Candidate List empty (§3.3.2.3), which ends the application with "insert, swipe or try another card"
 ///    (§3.3.2.7): outcome End Application, reason ``EMVOutcome/Reason/noPaymentDirectory(_:)``. Otherwise the
-///    directory entries (`61`: `4F`, `50`, `87`, `9F2A`) become candidates when the terminal supports the AID with
-///    the requested kernel (§3.3.2.5), sorted by priority (§3.3.3.2); a preferred AID goes first. A `9000`
+///    directory entries (`61`: `4F`, `50`, `87`, `9F2A`) become candidates when a combination allowed by
+///    pre-processing matches the AID with the requested kernel and this build implements the kernel
+///    (``KernelImplementation``, §3.3.2.5), sorted by the merchant's `preferredAIDs`, then priority (§3.3.3.2). A `9000`
 ///    answer whose FCI is malformed fails the read (`cardReadFailed`, step `SELECT PPSE`). An AID whose
 ///    kernel this terminal does not run (American Express, Discover, JCB, UnionPay …) is no candidate; a card
-///    with nothing else ends with ``EMVOutcome/Reason/noSupportedApplication(unsupported:)``.
+///    with nothing else ends with ``EMVOutcome/Reason/noSupportedApplication(unsupported:tried:)``.
 /// 3. **Final selection** (Book B §3.3.3): SELECT the AID. A status other than `9000` (`6A82`, `6A81`, `6283` …)
 ///    or a malformed FCI removes the candidate and selects the next one (§3.3.3.5); so does a Visa AID whose PDOL
 ///    lacks `9F66`, since that card wants Kernel 1 (§3.3.3.6).
@@ -28,8 +32,10 @@ package import ProximaCore
 ///    for offline data authentication are collected (§10.3). An answer without AFL reads nothing. Any READ RECORD
 ///    status but `9000`, a malformed record or a redundant data object ends the read (`cardReadFailed`).
 /// 6. **Kernel 3 (qVSDC)**: the cryptogram (`9F26`, `9F27`, `9F36`, `9F10`) came with GPO; CVM from CTQ (`9F6C`)
-///    and TTQ (Book C-3 §5.7).
-///    **Kernel 2 (M/Chip)**: CVM from the CVM List (`8E`, Book 3 §10.5) above the CVM required limit, then
+///    and the combination's TTQ (Book C-3 §5.7).
+///    **Kernel 2 (M/Chip)**: a card without EMV mode (AIP byte 2 bit 8) ends with "mag-stripe mode not supported"
+///    right after GPO; CVM selection (Book C-2) with the CVM List (`8E`, Book 3 §10.5) and the CVM capability of
+///    the CVM required limit, then
 ///    GENERATE AC `80 AE 80 00` asking for an ARQC with CDOL1 (`8C`) filled (Book 3 §6.5.5, §9.3). No CDA is
 ///    requested: this terminal performs no offline data authentication and says so in the TVR.
 /// 7. **Outcome** (Book A §6.2): ARQC → Online Request, TC → Approved, AAC → Declined; ``EMVOutcome/cardData``
@@ -105,6 +111,8 @@ struct PaymentSession {
     /// The terminal's data objects for DOLs and for the processor.
     var terminalData: [TLVTag: [UInt8]]
     var attempts: [EMVOutcome.CandidateAttempt] = []
+    /// The candidate the kernel runs, once final selection chose one.
+    var selected: Candidate?
 
     static let transceiveOptions = TransceiveOptions(maximumResponseLength: 4096, maximumGetResponseCount: 16)
     static let processingOptionsStep = "GET PROCESSING OPTIONS"

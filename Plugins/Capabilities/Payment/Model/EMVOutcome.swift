@@ -95,10 +95,18 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
         /// §3.3.2.3 then leaves the Candidate List empty and §3.3.2.7 ends the application with "Insert, Swipe or
         /// Try Another Card". The card is not supported on this interface.
         case noPaymentDirectory(StatusWord)
-        /// No application the card offers is one this terminal supports, or every candidate was removed during
-        /// final selection (EMV Book B §3.3.2.7). The applications listed are those the terminal could not run
-        /// (e.g. American Express on Kernel 4); ``EMVOutcome/attempts`` lists the removed candidates.
-        case noSupportedApplication(unsupported: [EMVApplication])
+        /// No application the card offers is one this terminal may run, or every candidate was removed during
+        /// final selection (EMV Book B §3.3.2.7): `unsupported` are the directory entries no configured
+        /// combination runs, each with why (no combination for the AID, another kernel, a kernel not
+        /// implemented, not allowed for this amount); `tried` are the candidates removed after SELECT or GET
+        /// PROCESSING OPTIONS, each with the step and the card's answer.
+        case noSupportedApplication(unsupported: [CandidateAttempt], tried: [CandidateAttempt])
+        /// Pre-processing allowed no combination for this transaction (EMV Book B §3.1.1.13): the amount reaches
+        /// every contactless transaction limit, or a zero amount is not allowed. One line per combination.
+        case contactlessNotAllowed([String])
+        /// A Kernel 2 card whose AIP (byte 2 bit 8 clear) offers only mag-stripe mode, which this terminal does not
+        /// run (EMV Book C-2): the card cannot be read contactless here; tapping again will not help.
+        case magStripeModeNotSupported(aip: [UInt8])
         /// The card answered `step` with a status word that ends the transaction.
         case cardStatus(step: String, status: StatusWord)
 
@@ -106,12 +114,16 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
             switch self {
             case .cryptogram(let type): "card returned \(type)"
             case .noPaymentDirectory(let status): "no contactless payment directory (SELECT PPSE: \(status))"
-            case .noSupportedApplication(let unsupported):
-                unsupported.isEmpty
-                    ? "card not supported: no application could be selected"
-                    : "card not supported: "
-                        + unsupported.map { "\($0.brand) \($0.identifier.hexString) needs \($0.kernel)" }
-                        .joined(separator: "; ")
+            case .noSupportedApplication(let unsupported, let tried):
+                tried.isEmpty && unsupported.isEmpty
+                    ? "card not supported: the card offers no application"
+                    : "card not supported: " + (tried + unsupported).map(\.description).joined(separator: "; ")
+            case .contactlessNotAllowed(let combinations):
+                "contactless not allowed for this transaction (insert the card, or pay less): "
+                    + combinations.joined(separator: "; ")
+            case .magStripeModeNotSupported(let aip):
+                "mag-stripe mode not supported: the card (AIP \(aip.hexString)) offers only mag-stripe mode, which "
+                    + "this terminal does not run; insert the card or use another one"
             case .cardStatus(let step, let status): "\(step): card answered \(status)"
             }
         }
@@ -131,7 +143,9 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
             self.problem = problem
         }
 
-        package var description: String { "\(application.identifier.hexString): \(step): \(problem)" }
+        package var description: String {
+            "\(application.identifier.hexString) (\(application.brand)): \(step): \(problem)"
+        }
     }
 
     package var status: Status
@@ -182,7 +196,7 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
     /// API layer's "card not supported".
     package var isCardNotSupported: Bool {
         switch reason {
-        case .noPaymentDirectory, .noSupportedApplication: true
+        case .noPaymentDirectory, .noSupportedApplication, .magStripeModeNotSupported, .contactlessNotAllowed: true
         case .cryptogram, .cardStatus: false
         }
     }

@@ -1,4 +1,4 @@
-package import EMVCommon
+internal import EMVCommon
 package import Foundation
 package import ProximaCore
 
@@ -100,29 +100,6 @@ package struct EMVTransaction: Hashable, Sendable {
     }
 }
 
-/// The application identifiers the terminal accepts and the kernel it runs for each (EMV Book B §3.3.2.5:
-/// the reader's "Combinations" of AID and kernel).
-package struct TerminalApplication: Hashable, Sendable, CustomStringConvertible {
-    /// An AID or a prefix of one (partial selection, EMV Book 1 §12.3.1): `A000000003` matches every Visa AID.
-    package var identifier: [UInt8]
-    /// The kernel this terminal runs for those AIDs.
-    package var kernel: EMVKernel
-
-    package init(identifier: [UInt8], kernel: EMVKernel) {
-        self.identifier = identifier
-        self.kernel = kernel
-    }
-
-    /// Visa (RID `A000000003`) on Kernel 3 and Mastercard (RID `A000000004`: Mastercard, Maestro, Debit
-    /// Mastercard) on Kernel 2: the two kernels this capability implements.
-    package static let defaults: [TerminalApplication] = [
-        TerminalApplication(identifier: PaymentBrand.visaRID, kernel: .visa),
-        TerminalApplication(identifier: PaymentBrand.mastercardRID, kernel: .mastercard),
-    ]
-
-    package var description: String { "\(identifier.hexString) → \(kernel)" }
-}
-
 /// The terminal's configuration: the data objects a card may ask for in its PDOL and CDOL1 (EMV Book 4 Annex A,
 /// Book 3 Annex A) and the reader limits of EMV Book B §3.1.
 ///
@@ -156,11 +133,23 @@ package struct TerminalSettings: Hashable, Sendable {
     package var merchantIdentifier: String?
     /// The AIDs this terminal accepts, with the kernel for each.
     package var supportedApplications: [TerminalApplication]
-    /// Reader CVM Required Limit (EMV Book B §3.1.1.8), in minor units: at or above it the reader asks for
-    /// cardholder verification (TTQ byte 2 bit 7 for Kernel 3; CVM List processing for Kernel 2). `nil`: the
-    /// reader never requires a CVM by amount; a card that asks for one (CTQ) is still honoured. Scheme and
-    /// country rules set this value; configure it per acquirer.
+    /// Reader CVM Required Limit (EMV Book B §3.1.1.8) in minor units, for a combination whose ``ReaderLimits``
+    /// give none in the transaction currency: at or above it the reader asks for cardholder verification (TTQ
+    /// byte 2 bit 7 for Kernel 3; above it, the CVM capability "CVM required" for Kernel 2). `nil`: no limit of
+    /// its own; a card that asks for a CVM (CTQ, CVM List) is still honoured. Scheme and country rules set it.
     package var cvmRequiredLimit: Int64?
+    /// The merchant's brand preference for co-badged cards (`capabilities.payment.preferredAIDs`): AIDs or
+    /// prefixes, most preferred first. Entry Point puts matching candidates ahead of the card's priority order
+    /// (after a transaction's own ``EMVTransaction/preferredApplication``). Where a regulation gives the
+    /// cardholder the last word (EU Regulation 2015/751 Art. 8), the app must still offer them the other brand.
+    package var preferredApplications: [[UInt8]] = []
+    /// Terminal Floor Limit (`9F1B`) in minor units, for a combination without a Reader Contactless Floor Limit
+    /// in the transaction currency (Book B §3.1.1.7): above it the transaction goes online. Default 0: an
+    /// online-only reader, every purchase above zero asks for an online cryptogram. `nil`: no floor limit.
+    package var terminalFloorLimit: Int64? = 0
+    /// The CA public keys file for offline data authentication (`capabilities.payment.caPublicKeys`), absolute;
+    /// `nil` when not configured.
+    package var caPublicKeysPath: String?
     /// Further terminal data objects a card's DOL may request (such as `9F01` Acquirer Identifier or proprietary
     /// `DFxx` tags), by tag. Values the capability computes (amounts, dates, TTQ, TVR, 9F37) take precedence.
     package var additionalData: [TLVTag: [UInt8]]

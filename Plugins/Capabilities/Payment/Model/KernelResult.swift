@@ -6,10 +6,4 @@ extension PaymentSession {
         var type: CryptogramType
         var cvm: CardholderVerification
     }
-
-    enum GenerateACResult {
-        case completed(KernelResult)
-        /// GENERATE AC was answered with this status, not `9000`.
-        case ended(StatusWord)
-    }
 }

@@ -3,33 +3,42 @@ package import ProximaCore
 package import ProximaCrypto
 
 /// The encrypted card data of a read (`PaymentCardReadResult.paymentCardData`): a JSON document with the EMV data
-/// a processor needs, sealed with HPKE (RFC 9180 base mode, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-128-GCM)
-/// to the processor's public key. `Docs/card-data-envelope.md` specifies it byte for byte.
+/// a processor needs, sealed with HPKE (RFC 9180, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-128-GCM) to the
+/// processor's public key. `Docs/card-data-envelope.md` specifies both versions byte for byte.
+///
+/// Version 2 (what readers write) is HPKE **auth mode** (RFC 9180 §5.1.3) with the reader's P-256 key as sender
+/// key: it opens only with the public key of the reader that sealed it, so the processor's public key alone
+/// cannot make one. Version 1 (base mode, no sender authentication) is still opened.
 ///
 /// ```
-/// offset  size  field
-///      0     4  magic "PXE1" (50 58 45 31)
-///      4     1  version 01
-///      5     2  kem_id 0010   (DHKEM(P-256, HKDF-SHA256))
-///      7     2  kdf_id 0001   (HKDF-SHA256)
-///      9     2  aead_id 0001  (AES-128-GCM)
-///     11     2  enc length 0041 (65)
-///     13    65  enc: the ephemeral public key, uncompressed SEC 1
-///     78     4  ciphertext length N, big-endian
-///     82     N  ciphertext: AES-128-GCM of the JSON payload, 16-byte tag last
+/// offset  size  field (v2)                       v1
+///      0     4  magic "PXE1" (50 58 45 31)        same
+///      4     1  version 02                        01
+///      5     6  kem 0010, kdf 0001, aead 0001     same
+///     11     2  enc length 0041 (65)              same
+///     13    65  enc                               same
+///     78    32  sender key id: SHA-256(pkS)       (absent)
+///    110     4  ciphertext length N               at 78
+///    114     N  ciphertext                        at 82
 /// ```
 ///
-/// HPKE `info` is the 29 ASCII bytes `proxima card data envelope v1`; the AEAD's additional data is the header,
-/// bytes 0–81, so no header byte can be changed without the open failing. `paymentCardData` is the envelope in
-/// standard base64 with padding.
+/// HPKE `info` is `proxima card data envelope v1` / `… v2` (29 ASCII bytes); the AEAD's additional data is the
+/// header (82 / 114 bytes). `paymentCardData` is the envelope in standard base64 with padding.
 package enum CardDataEnvelope {
     /// `PXE1`.
     package static let magic: [UInt8] = [0x50, 0x58, 0x45, 0x31]
+    /// Version 1: HPKE base mode, no sender authentication.
     package static let version: UInt8 = 1
-    /// HPKE `info`: `proxima card data envelope v1`.
+    /// Version 2: HPKE auth mode with the reader's key.
+    package static let authenticatedVersion: UInt8 = 2
+    /// HPKE `info` of version 1: `proxima card data envelope v1`.
     package static let info: [UInt8] = Array("proxima card data envelope v1".utf8)
-    /// Bytes before the ciphertext; they are the AEAD's additional data.
+    /// HPKE `info` of version 2: `proxima card data envelope v2`.
+    package static let authenticatedInfo: [UInt8] = Array("proxima card data envelope v2".utf8)
+    /// Bytes before the ciphertext of version 1; they are the AEAD's additional data.
     package static let headerByteCount = 82
+    /// Bytes before the ciphertext of version 2 (the 32-byte sender key id added).
+    package static let authenticatedHeaderByteCount = 114
     /// The largest envelope accepted by ``open(_:privateKey:now:)-(_,P256.PrivateKey,_)``.
     package static let maximumByteCount = 64 * 1024
 
@@ -71,6 +80,9 @@ package enum CardDataEnvelope {
         package var cardholderVerification: String
         /// `emv`: the EMV data objects in the order they were written.
         package var emv: [TLV]
+        /// The reader key that sealed the envelope (SHA-256 of its point), known only for a version 2 envelope that
+        /// opened with that key; `nil` for version 1 (no sender authentication) and before sealing.
+        package var senderKeyID: [UInt8]?
 
         package init(
             transactionID: String,
@@ -108,10 +120,13 @@ package enum CardDataEnvelope {
         /// The EMV data as BER-TLV, in order: an authorisation message's field 55.
         package var field55: [UInt8] { emv.flatMap(\.bytes) }
 
-        /// The plaintext: compact JSON, members in the documented order.
-        package var jsonText: String {
+        /// The plaintext of a version 1 envelope: compact JSON, members in the documented order.
+        package var jsonText: String { jsonText(version: 1) }
+
+        /// The plaintext: compact JSON, members in the documented order, `v` the envelope version.
+        package func jsonText(version: Int) -> String {
             JSONValue.object([
-                ("v", .integer(1)),
+                ("v", .integer(Int64(version))),
                 ("txn", .string(transactionID)),
                 ("type", .string(kind.rawValue)),
                 ("amount", .string(amount)),
@@ -143,6 +158,9 @@ package enum CardDataEnvelope {
                 "read at      \(AccountLinkStore.format(readAt))",
                 "expires at   \(AccountLinkStore.format(expiresAt))",
                 "outcome      \(outcome), CVM \(cardholderVerification)",
+                "sender       "
+                    + (senderKeyID.map { "reader key \($0.hexString) (authenticated, envelope v2)" }
+                        ?? "not authenticated (envelope v1)"),
                 "EMV data     \(emv.count) tags",
             ]
             for object in emv {
@@ -202,6 +220,47 @@ package enum CardDataEnvelope {
         return header + ciphertext
     }
 
+    /// Seals `contents` as version 2: HPKE auth mode from `readerKey` to the processor key, a fresh ephemeral key
+    /// per envelope.
+    /// - Throws: `CryptoError` if OpenSSL fails; `ProximaError.invalidArgument` for a payload above the size limit.
+    package static func seal(
+        _ contents: Contents,
+        to publicKey: P256.PublicKey,
+        readerKey: P256.PrivateKey
+    ) throws -> [UInt8] {
+        var sender = try HPKE.Sender(recipientKey: publicKey, info: authenticatedInfo, senderKey: readerKey)
+        return try seal(contents, sender: &sender, readerPublicKey: readerKey.publicKey)
+    }
+
+    /// Seals `contents` as version 2 with a given context (worked examples and known-answer tests fix the
+    /// ephemeral key through it).
+    package static func seal(
+        _ contents: Contents,
+        sender: inout HPKE.Sender,
+        readerPublicKey: P256.PublicKey
+    ) throws -> [UInt8] {
+        let plaintext = Array(contents.jsonText(version: 2).utf8)
+        let ciphertextCount = plaintext.count + 16
+        guard authenticatedHeaderByteCount + ciphertextCount <= maximumByteCount else {
+            throw ProximaError(.invalidArgument, "card data of \(plaintext.count) bytes exceeds the envelope limit")
+        }
+        let header = authenticatedHeader(
+            enc: sender.encapsulatedKey,
+            senderKeyID: ReaderKeyStore.keyID(of: readerPublicKey),
+            ciphertextCount: ciphertextCount
+        )
+        return header + (try sender.seal(plaintext, aad: header))
+    }
+
+    /// The 114 header bytes of version 2.
+    package static func authenticatedHeader(enc: [UInt8], senderKeyID: [UInt8], ciphertextCount: Int) -> [UInt8] {
+        var header = magic + [authenticatedVersion]
+        header += bigEndian(HPKE.kemID) + bigEndian(HPKE.kdfID) + bigEndian(HPKE.aeadID)
+        header += bigEndian(UInt16(enc.count)) + enc + senderKeyID
+        header += [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: UInt32(ciphertextCount) >> UInt32($0)) }
+        return header
+    }
+
     /// The 82 header bytes for an `enc` and a ciphertext length.
     package static func header(enc: [UInt8], ciphertextCount: Int) -> [UInt8] {
         var header = magic + [version]
@@ -216,41 +275,64 @@ package enum CardDataEnvelope {
     // MARK: Opening
 
     /// Opens a `paymentCardData` string (standard base64 of the envelope).
+    /// - Parameter readerKeys: the reader public keys registered with the processor; a version 2 envelope must
+    ///   name and open with one of them.
     /// - Throws: ``CardDataEnvelopeError`` (`malformed` also for text that is not base64).
-    package static func open(_ paymentCardData: String, privateKey: P256.PrivateKey, now: Date = Date()) throws
-        -> Contents
-    {
+    package static func open(
+        _ paymentCardData: String,
+        privateKey: P256.PrivateKey,
+        readerKeys: [P256.PublicKey] = [],
+        now: Date = Date()
+    ) throws -> Contents {
         let text = paymentCardData.trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.utf8.count <= maximumByteCount * 2, let bytes = Base64.decode(text) else {
             throw CardDataEnvelopeError(.malformed, "paymentCardData is not standard base64")
         }
-        return try open(bytes, privateKey: privateKey, now: now)
+        return try open(bytes, privateKey: privateKey, readerKeys: readerKeys, now: now)
     }
 
     /// Opens an envelope with the processor's private key and checks that it has not expired.
     ///
     /// - Parameters:
-    ///   - envelope: The envelope bytes.
+    ///   - envelope: The envelope bytes, version 1 or 2.
     ///   - privateKey: The processor's private key.
+    ///   - readerKeys: The reader public keys registered with the processor. A version 2 envelope opens only
+    ///     with the key its sender key id names; a version 1 envelope carries no sender, and ``Contents/senderKeyID``
+    ///     stays `nil` (a processor that requires sender authentication refuses it).
     ///   - now: The processor's clock; the envelope must be opened before its `expiresAt`.
     /// - Throws: ``CardDataEnvelopeError`` with code `malformed` (bad magic, lengths, trailing bytes),
-    ///   `unsupported` (another version or HPKE suite), `decryptionFailed` (wrong key or altered bytes),
-    ///   `invalidPayload` (the JSON is not a valid payload) or `expired`.
-    package static func open(_ envelope: [UInt8], privateKey: P256.PrivateKey, now: Date = Date()) throws -> Contents {
+    ///   `unsupported` (another version or HPKE suite), `unknownSender` (v2 naming a reader key not in
+    ///   `readerKeys`), `decryptionFailed` (wrong key, another sender, or altered bytes), `invalidPayload` (the
+    ///   JSON is not a valid payload) or `expired`.
+    package static func open(
+        _ envelope: [UInt8],
+        privateKey: P256.PrivateKey,
+        readerKeys: [P256.PublicKey] = [],
+        now: Date = Date()
+    ) throws -> Contents {
         guard envelope.count <= maximumByteCount else {
             throw CardDataEnvelopeError(.malformed, "envelope of \(envelope.count) bytes exceeds \(maximumByteCount)")
         }
-        guard envelope.count >= headerByteCount + 16 else {
-            throw CardDataEnvelopeError(
-                .malformed,
-                "envelope of \(envelope.count) bytes is shorter than the \(headerByteCount)-byte header and a tag"
-            )
+        guard envelope.count >= 5 else {
+            throw CardDataEnvelopeError(.malformed, "envelope of \(envelope.count) bytes has no header")
         }
         guard Array(envelope[0..<4]) == magic else {
             throw CardDataEnvelopeError(.malformed, "bytes 0-3 are \(envelope[0..<4].hexString), not \"PXE1\"")
         }
-        guard envelope[4] == version else {
-            throw CardDataEnvelopeError(.unsupported, "envelope version \(envelope[4]); this build opens version 1")
+        let version = envelope[4]
+        guard version == Self.version || version == authenticatedVersion else {
+            throw CardDataEnvelopeError(
+                .unsupported,
+                "envelope version \(version); this build opens versions 1 and 2"
+            )
+        }
+        let authenticated = version == authenticatedVersion
+        let headerCount = authenticated ? authenticatedHeaderByteCount : headerByteCount
+        guard envelope.count >= headerCount + 16 else {
+            throw CardDataEnvelopeError(
+                .malformed,
+                "envelope of \(envelope.count) bytes is shorter than the \(headerCount)-byte header and a tag"
+            )
         }
         let suite = (uint16(envelope, 5), uint16(envelope, 7), uint16(envelope, 9))
         guard suite == (HPKE.kemID, HPKE.kdfID, HPKE.aeadID) else {
@@ -263,30 +345,61 @@ package enum CardDataEnvelope {
         guard encCount == HPKE.encapsulatedKeyByteCount else {
             throw CardDataEnvelopeError(.malformed, "enc length \(encCount) at offset 11; expected 65")
         }
-        let ciphertextCount = envelope[78..<82].reduce(0) { $0 << 8 | Int($1) }
-        guard ciphertextCount == envelope.count - headerByteCount else {
+        let lengthOffset = headerCount - 4
+        let ciphertextCount = envelope[lengthOffset..<headerCount].reduce(0) { $0 << 8 | Int($1) }
+        guard ciphertextCount == envelope.count - headerCount else {
             throw CardDataEnvelopeError(
                 .malformed,
-                "ciphertext length \(ciphertextCount) at offset 78, but \(envelope.count - headerByteCount) bytes follow"
+                "ciphertext length \(ciphertextCount) at offset \(lengthOffset), but \(envelope.count - headerCount) "
+                    + "bytes follow"
             )
         }
+        let enc = Array(envelope[13..<78])
+        let header = Array(envelope[0..<headerCount])
+        let ciphertext = Array(envelope[headerCount...])
+        var senderKeyID: [UInt8]?
         let plaintext: [UInt8]
         do {
-            plaintext = try HPKE.open(
-                enc: Array(envelope[13..<78]),
-                privateKey: privateKey,
-                info: info,
-                aad: Array(envelope[0..<headerByteCount]),
-                ciphertext: Array(envelope[headerByteCount...])
-            )
+            if authenticated {
+                let keyID = Array(envelope[78..<110])
+                guard let readerKey = readerKeys.first(where: { ReaderKeyStore.keyID(of: $0) == keyID }) else {
+                    throw CardDataEnvelopeError(
+                        .unknownSender,
+                        "the envelope was sealed by reader key \(keyID.hexString), which is not registered with "
+                            + "this processor (register the reader's public key: proxima psp reader-key)"
+                    )
+                }
+                plaintext = try HPKE.openAuthenticated(
+                    enc: enc,
+                    privateKey: privateKey,
+                    senderPublicKey: readerKey,
+                    info: authenticatedInfo,
+                    aad: header,
+                    ciphertext: ciphertext
+                )
+                senderKeyID = keyID
+            } else {
+                plaintext = try HPKE.open(
+                    enc: enc,
+                    privateKey: privateKey,
+                    info: info,
+                    aad: header,
+                    ciphertext: ciphertext
+                )
+            }
+        } catch let error as CardDataEnvelopeError {
+            throw error
         } catch {
             let code = (error as? CryptoError).map { "\($0.code)" } ?? "\(error)"
             throw CardDataEnvelopeError(
                 .decryptionFailed,
-                "the envelope does not open with this key (wrong processor key, or altered bytes): \(code)"
+                "the envelope does not open with this key"
+                    + (authenticated ? " and this reader key" : "")
+                    + " (wrong processor key, another sender, or altered bytes): \(code)"
             )
         }
-        let contents = try parse(plaintext)
+        var contents = try parse(plaintext, version: Int(version))
+        contents.senderKeyID = senderKeyID
         guard now < contents.expiresAt else {
             throw CardDataEnvelopeError(
                 .expired,
@@ -302,11 +415,11 @@ package enum CardDataEnvelope {
     }
 
     /// Parses and checks the JSON payload.
-    static func parse(_ plaintext: [UInt8]) throws -> Contents {
+    static func parse(_ plaintext: [UInt8], version: Int = 1) throws -> Contents {
         do {
             let json = try JSONValue.parse(plaintext, limits: JSONValue.Limits(maxDepth: 4, maxBytes: maximumByteCount))
             var object = try StrictObject(json, at: "", errorCode: .malformedData)
-            _ = try object.integer("v", in: 1...1)
+            _ = try object.integer("v", in: Int64(version)...Int64(version))
             let kindText = try object.string("type")
             guard let kind = Contents.Kind(rawValue: kindText) else {
                 throw object.fail("type", "\"\(kindText)\" is not purchase, refund or verification")
@@ -386,7 +499,7 @@ package struct CardDataEnvelopeError: Error, Hashable, Sendable, CustomStringCon
     /// A stable error code. Compare codes, never reasons.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Backing: String, Hashable, Sendable {
-            case malformed, unsupported, decryptionFailed, invalidPayload, expired
+            case malformed, unsupported, unknownSender, decryptionFailed, invalidPayload, expired
         }
         private let backing: Backing
         private init(_ backing: Backing) { self.backing = backing }
@@ -396,7 +509,9 @@ package struct CardDataEnvelopeError: Error, Hashable, Sendable, CustomStringCon
         package static let malformed = Code(.malformed)
         /// Another envelope version or HPKE suite.
         package static let unsupported = Code(.unsupported)
-        /// The HPKE open failed: another processor key, or bytes changed on the way.
+        /// A version 2 envelope names a reader key the processor has not registered.
+        package static let unknownSender = Code(.unknownSender)
+        /// The HPKE open failed: another processor key, another sender, or bytes changed on the way.
         package static let decryptionFailed = Code(.decryptionFailed)
         /// The plaintext is not the documented JSON payload.
         package static let invalidPayload = Code(.invalidPayload)

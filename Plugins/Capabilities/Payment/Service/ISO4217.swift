@@ -51,10 +51,11 @@ package struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
 
     /// `amount` in minor units of this currency (`29.99` USD → 2999), as it goes into `9F02`.
     ///
-    /// A `Decimal` made from a `Double` (`Decimal(19.99)` is 19.98999999999999488 on Linux, as it is on Darwin)
-    /// is read as the shortest decimal that `Double` prints as (`19.99`), but only when `amount` is exactly what
-    /// `Decimal(Double)` makes of that double; any other value with more decimals than the currency allows is
-    /// refused.
+    /// The decimal's plain text goes through ``minorUnits(parsing:)``, the one amount parser, after the sign and
+    /// zero checks. A `Decimal` made from a `Double` (`Decimal(19.99)` is 19.98999999999999488 on Linux, as it is
+    /// on Darwin) is read as the shortest decimal that `Double` prints as (`19.99`), but only when `amount` is
+    /// exactly what `Decimal(Double)` makes of that double; any other value with more decimals than the currency
+    /// allows is refused.
     ///
     /// - Throws: ``PaymentServiceError/Code/invalidAmount`` when the amount is not a number, zero
     ///   or negative, has more decimals than ``minorUnits``, or needs more than the twelve digits of `9F02`.
@@ -67,24 +68,101 @@ package struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
                     + (amount.isZero ? " (use PaymentCardVerificationRequest to check a card without a charge)" : "")
             )
         }
-        if let units = exactMinorUnits(amount) ?? exactMinorUnits(Self.decimalFromDouble(amount)) {
-            guard units <= Self.maximumMinorUnitAmount else { throw tooLarge(amount) }
-            return units
+        do {
+            return try minorUnits(parsing: Self.plainText(amount))
+        } catch {
+            if let shortest = Self.decimalFromDouble(amount),
+                let units = try? minorUnits(parsing: Self.plainText(shortest))
+            {
+                return units
+            }
+            throw error
         }
-        guard amount * power(minorUnits) <= Decimal(Self.maximumMinorUnitAmount) else { throw tooLarge(amount) }
-        throw PaymentServiceError(
-            .invalidAmount,
-            "\(amount) \(alphabeticCode) has more decimals than the currency's \(minorUnits) minor-unit digits"
-        )
     }
 
-    private func tooLarge(_ amount: Decimal) -> PaymentServiceError {
-        PaymentServiceError(
-            .invalidAmount,
-            "\(amount) \(alphabeticCode) needs more than the 12 digits of Amount, Authorised (9F02); the most is "
-                + format(minorUnitAmount: Self.maximumMinorUnitAmount)
-        )
+    /// A `Decimal` as text: Foundation prints plain digits and one dot, never an exponent.
+    private static func plainText(_ amount: Decimal) -> String { amount.description }
+
+    /// The one amount parser of Proxima (the CLI's `--amount`, the manifest's limits, the API's `Decimal` as
+    /// text): a plain decimal number with at most ``minorUnits`` digits after the dot, in minor units (`"29.99"`
+    /// USD → 2999, `"500"` JPY → 500, `"1.250"` KWD → 1250, `"0.00"` → 0).
+    ///
+    /// Accepted: one or more ASCII digits, optionally a dot and 1…``minorUnits`` digits. Refused, each with a
+    /// reason naming the problem and the fix: empty text, spaces, a sign (`-0`, `+1`), a comma (`1,50`), an
+    /// exponent (`1e3`), other characters (`12abc`), a second dot (`1.5.0`), a dot without digits on both sides,
+    /// more decimals than the currency has (`0.001` USD, `1.0` JPY), more than the twelve digits of Amount,
+    /// Authorised (`9F02`). Zero is accepted; callers that need a positive amount check it.
+    ///
+    /// - Throws: ``PaymentServiceError/Code/invalidAmount``.
+    package func minorUnits(parsing text: String) throws(PaymentServiceError) -> Int64 {
+        func refuse(_ problem: String) -> PaymentServiceError {
+            PaymentServiceError(.invalidAmount, "amount \"\(text)\" \(alphabeticCode): \(problem)")
+        }
+        let example = format(minorUnitAmount: Int64(Self.exampleMajor) * Int64(pow10(minorUnits)) + exampleMinor)
+        let bytes = Array(text.utf8)
+        guard !bytes.isEmpty else { throw refuse("is empty; write a decimal number such as \(example)") }
+        if bytes.contains(UInt8(ascii: " ")) || bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            throw refuse("contains a space or control character; write the number alone, such as \(example)")
+        }
+        if let sign = bytes.first(where: { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "+") }) {
+            throw refuse(
+                "has a sign (\(Character(Unicode.Scalar(sign)))); amounts are written without one "
+                    + "(a refund is a refund transaction of a positive amount)"
+            )
+        }
+        if bytes.contains(UInt8(ascii: ",")) {
+            throw refuse("contains a comma; use a dot as the decimal separator and no grouping, such as \(example)")
+        }
+        if bytes.contains(where: { $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }),
+            bytes.allSatisfy({
+                Self.isDigit($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e")
+                    || $0 == UInt8(ascii: "E")
+            })
+        {
+            throw refuse("uses an exponent; write every digit, such as 1000 for 1e3")
+        }
+        if let (index, character) = text.enumerated().first(where: {
+            !($0.element.isASCII
+                && ($0.element == "." || $0.element.isWholeNumber))
+        }) {
+            throw refuse(
+                "character \(index + 1) ('\(character)') is not a digit or dot; write a plain decimal number such as "
+                    + example
+            )
+        }
+        let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count <= 2 else { throw refuse("has more than one dot; write one decimal point at most") }
+        let whole = parts[0]
+        let fraction = parts.count == 2 ? parts[1] : []
+        guard !whole.isEmpty, parts.count == 1 || !fraction.isEmpty else {
+            throw refuse("needs digits on both sides of the dot, such as \(example)")
+        }
+        guard fraction.count <= minorUnits else {
+            if minorUnits == 0 {
+                throw refuse("\(alphabeticCode) has no minor unit; write a whole number such as \(Self.exampleMajor)")
+            }
+            throw refuse(
+                "has \(fraction.count) decimals; \(alphabeticCode) has \(minorUnits) minor-unit digits "
+                    + "(at most \(minorUnits) after the dot)"
+            )
+        }
+        let digits =
+            Array(whole.drop { $0 == UInt8(ascii: "0") }) + fraction
+            + Array(repeating: UInt8(ascii: "0"), count: minorUnits - fraction.count)
+        let significant = digits.drop { $0 == UInt8(ascii: "0") }
+        guard significant.count <= 12 else {
+            throw refuse(
+                "needs more than the 12 digits of Amount, Authorised (9F02); the most is "
+                    + format(minorUnitAmount: Self.maximumMinorUnitAmount)
+            )
+        }
+        return significant.reduce(Int64(0)) { $0 * 10 + Int64($1 - UInt8(ascii: "0")) }
     }
+
+    private static let exampleMajor = 12
+    private var exampleMinor: Int64 { minorUnits == 0 ? 0 : 50 * Int64(pow10(minorUnits - 2)) }
+    private func pow10(_ exponent: Int) -> Int { exponent <= 0 ? 1 : (0..<exponent).reduce(1) { r, _ in r * 10 } }
+    private static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
 
     /// `minorUnitAmount` as a decimal string with exactly ``minorUnits`` decimals (`2999` USD → `29.99`, `500` JPY
     /// → `500`, `1250` KWD → `1.250`); a negative amount keeps its sign.
@@ -96,17 +174,6 @@ package struct ISO4217Currency: Hashable, Sendable, CustomStringConvertible {
         let split = padded.index(padded.endIndex, offsetBy: -minorUnits)
         return sign + padded[..<split] + "." + padded[split...]
     }
-
-    /// `amount · 10^minorUnits` when it is a whole number that fits `Int64`.
-    private func exactMinorUnits(_ amount: Decimal?) -> Int64? {
-        guard var scaled = amount.map({ $0 * power(minorUnits) }) else { return nil }
-        var rounded = Decimal()
-        NSDecimalRound(&rounded, &scaled, 0, .plain)
-        guard rounded == scaled else { return nil }
-        return Int64(rounded.description)
-    }
-
-    private func power(_ exponent: Int) -> Decimal { Decimal(sign: .plus, exponent: exponent, significand: 1) }
 
     /// The value `Decimal(Double)` started from, as its shortest decimal, when `amount` is exactly the `Decimal`
     /// of a `Double`; otherwise `nil`.

@@ -1,7 +1,7 @@
 internal import EMVCommon
 package import Foundation
 package import ProximaCore
-internal import ProximaCrypto
+package import ProximaCrypto
 package import ProximaKernel
 internal import Synchronization
 
@@ -14,6 +14,8 @@ package struct PaymentService: Sendable {
     package let kernel: Kernel
     package let lane: LaneID
     package let settings: PaymentSettings
+    /// The reader's key, the sender key of every card data envelope (``ReaderKeyStore``).
+    package let readerKey: P256.PrivateKey
     /// The wall clock of card data (`readAt`, `expiresAt`), token validity and the transaction date.
     package let now: @Sendable () -> Date
     /// Where `9F37` comes from; the OS CSPRNG unless a test injects one.
@@ -37,7 +39,10 @@ package struct PaymentService: Sendable {
         }
         self.kernel = kernel
         self.lane = chosen
-        self.settings = try PaymentSettings(manifest: kernel.manifest)
+        let settings = try PaymentSettings(manifest: kernel.manifest)
+        self.settings = settings
+        self.readerKey = try ReaderKeyStore(settings: settings, dataDirectory: kernel.manifest.dataDirectory)
+            .loadOrCreate()
         self.now = now
     }
 
@@ -189,6 +194,7 @@ package struct PaymentService: Sendable {
         ) { event, _ in events.capability(event) }
         let sealing = Sealing(
             settings: settings,
+            readerKey: readerKey,
             order: order,
             currency: currency,
             minorUnits: minorUnits,

@@ -1,3 +1,4 @@
+internal import EMVCommon
 internal import Foundation
 package import ProximaCore
 package import ProximaCrypto
@@ -41,6 +42,20 @@ internal import ProximaSystem
 ///   (ISO 18245, four digits as a string, default `"5999"`), `merchantNameAndLocation` (printable ASCII, at most
 ///   40 characters, sent as `9F4E` when a card asks), `terminalIdentification` (`9F1C`, exactly 8 letters or
 ///   digits, default `"PROXIMA1"`).
+///   Also `type` (Terminal Type `9F35`, two digits as in Book 4 Annex A1, default `"21"`), `capabilities`
+///   (`9F33`, 3 bytes hex, default `"006800"`), `additionalCapabilities` (`9F40`, 5 bytes hex), `ttq` (`9F66` of
+///   combinations without their own, 4 bytes hex) and `merchantIdentifier` (`9F16`, at most 15 characters).
+/// - `applications` (optional, non-empty): the reader's combinations (``TerminalApplication``), each
+///   `{ "aid": hex 5–16 bytes, "kernel": EMVCo Kernel ID this build implements, "partialSelection": true,
+///   "label": "CB", "ttq": hex 4 bytes, "statusCheck": false, "zeroAmountAllowed": true,
+///   "limits": { "EUR": { "contactlessTransaction": "50.00", "cvmRequired": "50.00", "floor": "0.00" } } }`;
+///   limit amounts are strings read by ``ISO4217Currency/minorUnits(parsing:)``. Absent: every implemented kernel
+///   on its scheme's AIDs (``TerminalApplication/defaults``).
+/// - `preferredAIDs` (optional): the merchant's brand preference for co-badged cards, most preferred first (AIDs
+///   or prefixes, hex); Entry Point puts them ahead of the card's priority.
+/// - `caPublicKeys` (optional): path of the CA public keys file for offline data authentication.
+/// - `readerKey` (optional): path of the reader's P-256 private key (PEM) that seals envelopes v2; absent:
+///   `<dataDirectory>/reader-key.pem`, created on first use (``ReaderKeyStore``).
 /// - `cardDataTTLSeconds` (default 60, 1…600): how long after a read the encrypted card data stays valid; the
 ///   envelope carries the expiry and processors must refuse it afterwards (Apple's is 60 s).
 package struct PaymentSettings: Sendable {
@@ -55,9 +70,13 @@ package struct PaymentSettings: Sendable {
     /// Audiences accepted besides ``readerIdentifier``.
     package var allowedAudiences: [String]
     package var readerIdentifier: String
-    /// The terminal data objects sent to cards.
+    /// The terminal data objects sent to cards, the combinations (`applications`), the brand preference
+    /// (`preferredAIDs`) and the CA public keys file (`caPublicKeys`).
     package var terminal: TerminalSettings
     package var cardDataTTL: Duration
+    /// The reader's private key file (`readerKey`), absolute; `nil`: `<dataDirectory>/reader-key.pem`, created on
+    /// first use (``ReaderKeyStore``).
+    package var readerKeyPath: String?
 
     /// Every `aud` value a token may carry to be accepted here: ``readerIdentifier`` first, then
     /// ``allowedAudiences``.
@@ -102,9 +121,35 @@ package struct PaymentSettings: Sendable {
         }
         allowedAudiences = audiences
         let terminalPath = object.path(of: "terminal")
-        terminal =
+        var terminal =
             try object.value("terminal").map { try Self.terminalSettings($0, at: terminalPath) } ?? TerminalSettings()
+        let applicationsPath = object.path(of: "applications")
+        if let applications = try object.value("applications").map({
+            try Self.applications($0, at: applicationsPath)
+        }) {
+            terminal.supportedApplications = applications
+        }
+        let checker = object
+        let preferred =
+            try object.optionalArray("preferredAIDs") { value, elementPath in
+                try Self.hex(checker.decodeString(value, at: elementPath), bytes: 5...16, "an AID", at: elementPath)
+            } ?? []
+        if let duplicate = preferred.enumerated().first(where: { preferred[..<$0.offset].contains($0.element) }) {
+            throw ProximaError(
+                .invalidManifest,
+                "\(duplicate.element.hexString) is listed twice",
+                jsonPath: "\(object.path(of: "preferredAIDs"))[\(duplicate.offset)]"
+            )
+        }
+        terminal.preferredApplications = preferred
+        if let file = try object.optionalString("caPublicKeys") {
+            terminal.caPublicKeysPath = PathResolution.resolve(file, against: baseDirectory)
+        }
+        self.terminal = terminal
         cardDataTTL = .seconds(try object.optionalInteger("cardDataTTLSeconds", in: 1...600) ?? 60)
+        readerKeyPath = try object.optionalString("readerKey").map {
+            PathResolution.resolve($0, against: baseDirectory)
+        }
         try object.finish()
     }
 
@@ -176,9 +221,175 @@ package struct PaymentSettings: Sendable {
         }
     }
 
+    /// `hex` as bytes when it is an even number of hex digits whose byte count is in `bytes`.
+    static func hex(_ text: String, bytes: ClosedRange<Int>, _ what: String, at path: String) throws -> [UInt8] {
+        let digits = text.utf8
+        guard digits.count.isMultiple(of: 2),
+            digits.allSatisfy({ (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) }),
+            bytes.contains(digits.count / 2)
+        else {
+            let size = bytes.count == 1 ? "\(bytes.lowerBound)" : "\(bytes.lowerBound)–\(bytes.upperBound)"
+            throw ProximaError(
+                .invalidManifest,
+                "\"\(text)\" is not \(what): expected \(size) bytes as hex digits",
+                jsonPath: path
+            )
+        }
+        return [UInt8](hex: text) ?? []
+    }
+
+    /// `capabilities.payment.applications`: the reader's combinations (see ``TerminalApplication``).
+    static func applications(_ json: JSONValue, at path: String) throws -> [TerminalApplication] {
+        guard case .array(let elements) = json else {
+            throw ProximaError(.invalidManifest, "expected an array, found \(json.typeName)", jsonPath: path)
+        }
+        guard !elements.isEmpty else {
+            throw ProximaError(
+                .invalidManifest,
+                "the list is empty: leave \"applications\" out to accept every implemented kernel on its scheme's AIDs",
+                jsonPath: path
+            )
+        }
+        var applications: [TerminalApplication] = []
+        for (index, element) in elements.enumerated() {
+            let elementPath = "\(path)[\(index)]"
+            let application = try Self.application(element, at: elementPath)
+            if let twin = applications.firstIndex(where: {
+                $0.identifier == application.identifier && $0.kernel == application.kernel
+            }) {
+                throw ProximaError(
+                    .invalidManifest,
+                    "\(application.identifier.hexString) on \(application.kernel) is already \(path)[\(twin)]",
+                    jsonPath: elementPath
+                )
+            }
+            applications.append(application)
+        }
+        return applications
+    }
+
+    private static func application(_ json: JSONValue, at path: String) throws -> TerminalApplication {
+        var object = try StrictObject(json, at: path)
+        let aid = try hex(object.string("aid"), bytes: 5...16, "an AID", at: object.path(of: "aid"))
+        let implemented = KernelImplementation.implementedKernels.compactMap { $0.identifier.first }
+        let number = try object.integer("kernel", in: 1...0xFF)
+        let kernel = EMVKernel(identifier: [UInt8(number)])
+        guard KernelImplementation.named(kernel) != nil else {
+            throw object.fail(
+                "kernel",
+                "\(kernel) is not implemented in this build; implemented kernel IDs: "
+                    + implemented.map { "\($0)" }.joined(separator: ", ")
+            )
+        }
+        var application = TerminalApplication(identifier: aid, kernel: kernel)
+        application.partialSelection = try object.bool("partialSelection", default: true)
+        if let label = try object.optionalString("label") {
+            guard label.utf8.count <= 16, label.utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) else {
+                throw object.fail("label", "expected at most 16 printable ASCII characters (as tag 50)")
+            }
+            application.label = label
+        }
+        if let ttq = try object.optionalString("ttq") {
+            application.terminalTransactionQualifiers = try hex(
+                ttq,
+                bytes: 4...4,
+                "a TTQ (9F66)",
+                at: object.path(of: "ttq")
+            )
+        }
+        application.statusCheckSupported = try object.bool("statusCheck", default: false)
+        application.zeroAmountAllowed = try object.bool("zeroAmountAllowed", default: true)
+        if let limits = object.value("limits") {
+            application.limits = try Self.limits(limits, at: object.path(of: "limits"))
+        }
+        try object.finish()
+        return application
+    }
+
+    /// `limits`: ISO 4217 alphabetic code → `{contactlessTransaction, cvmRequired, floor}`, each a decimal string
+    /// read by the one amount parser (``ISO4217Currency/minorUnits(parsing:)``).
+    private static func limits(_ json: JSONValue, at path: String) throws -> [Int: ReaderLimits] {
+        let object = try StrictObject(json, at: path)
+        var limits: [Int: ReaderLimits] = [:]
+        for code in object.keys where code != "comment" && code != "$comment" {
+            let currencyPath = object.path(of: code)
+            guard code.utf8.count == 3, code == code.uppercased(), let currency = ISO4217Currency(alphabeticCode: code)
+            else {
+                throw ProximaError(
+                    .invalidManifest,
+                    "\"\(code)\" is not an active ISO 4217 alphabetic currency code in capitals (such as EUR, USD)",
+                    jsonPath: currencyPath
+                )
+            }
+            var copy = object
+            guard let value = copy.value(code) else { continue }
+            var entry = try StrictObject(value, at: currencyPath)
+            func amount(_ key: String) throws -> Int64? {
+                guard let text = try entry.optionalString(key, nonEmpty: false) else { return nil }
+                do {
+                    return try currency.minorUnits(parsing: text)
+                } catch {
+                    throw ProximaError(
+                        .invalidManifest,
+                        error.reason + " (write it as a JSON string such as \"" + currency.format(minorUnitAmount: 5000)
+                            + "\")",
+                        jsonPath: entry.path(of: key),
+                        underlying: error
+                    )
+                }
+            }
+            let reader = ReaderLimits(
+                contactlessTransaction: try amount("contactlessTransaction"),
+                cvmRequired: try amount("cvmRequired"),
+                floor: try amount("floor")
+            )
+            try entry.finish()
+            limits[currency.numericCode] = reader
+        }
+        return limits
+    }
+
     private static func terminalSettings(_ json: JSONValue, at path: String) throws -> TerminalSettings {
         var object = try StrictObject(json, at: path)
         var settings = TerminalSettings()
+        if let type = try object.optionalString("type") {
+            let value = try hex(type, bytes: 1...1, "a Terminal Type (9F35)", at: object.path(of: "type"))
+            // Book 4 Annex A1: first digit 1-3 (operational control), second 1-6 (environment).
+            guard (1...3).contains(value[0] >> 4), (1...6).contains(value[0] & 0x0F) else {
+                throw object.fail("type", "\"\(type)\" is not a Terminal Type of EMV Book 4 Annex A1 (11…36, e.g. 22)")
+            }
+            settings.terminalType = value[0]
+        }
+        if let capabilities = try object.optionalString("capabilities") {
+            settings.terminalCapabilities = try hex(
+                capabilities,
+                bytes: 3...3,
+                "Terminal Capabilities (9F33)",
+                at: object.path(of: "capabilities")
+            )
+        }
+        if let additional = try object.optionalString("additionalCapabilities") {
+            settings.additionalTerminalCapabilities = try hex(
+                additional,
+                bytes: 5...5,
+                "Additional Terminal Capabilities (9F40)",
+                at: object.path(of: "additionalCapabilities")
+            )
+        }
+        if let ttq = try object.optionalString("ttq") {
+            settings.terminalTransactionQualifiers = try hex(
+                ttq,
+                bytes: 4...4,
+                "a TTQ (9F66)",
+                at: object.path(of: "ttq")
+            )
+        }
+        if let merchant = try object.optionalString("merchantIdentifier") {
+            guard merchant.utf8.count <= 15, merchant.utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) else {
+                throw object.fail("merchantIdentifier", "expected at most 15 printable ASCII characters (9F16)")
+            }
+            settings.merchantIdentifier = merchant
+        }
         if let country = try object.optionalInteger("countryCode", in: 1...999) { settings.countryCode = Int(country) }
         if let category = try object.optionalString("merchantCategoryCode") {
             guard category.utf8.count == 4, category.utf8.allSatisfy({ (48...57).contains($0) }),

@@ -10,9 +10,10 @@ enum TapEnding: Sendable {
 }
 
 /// Turns the capability's outcome into what may leave the tap: the processor tags sealed in a card data envelope
-/// (HPKE to the processor key, `Docs/card-data-envelope.md`) and the masked card.
+/// (version 2: HPKE auth mode from the reader key to the processor key, `Docs/card-data-envelope.md`) and the masked card.
 struct Sealing: Sendable {
     let settings: PaymentSettings
+    let readerKey: P256.PrivateKey
     let order: PaymentOrder
     let currency: ISO4217Currency
     let minorUnits: Int64
@@ -47,7 +48,9 @@ struct Sealing: Sendable {
                 emv: emv
             )
             do {
-                envelope = Base64.encode(try CardDataEnvelope.seal(contents, to: settings.processorPublicKey))
+                envelope = Base64.encode(
+                    try CardDataEnvelope.seal(contents, to: settings.processorPublicKey, readerKey: readerKey)
+                )
             } catch {
                 throw PaymentServiceError(
                     .sealingFailed,
@@ -90,6 +93,8 @@ struct Sealing: Sendable {
             return nil
         case .declined:
             return PaymentReadFailure(code: .declined, reason: "the card declined the transaction (AAC) \(place)")
+        case .tryAnotherInterface where outcome.isCardNotSupported:
+            return PaymentReadFailure(code: .cardNotSupported, reason: "\(outcome.reason) \(place)")
         case .tryAnotherInterface:
             return PaymentReadFailure(
                 code: .cardNotSupported,

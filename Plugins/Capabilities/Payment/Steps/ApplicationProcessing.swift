@@ -2,11 +2,19 @@ internal import EMVCommon
 internal import ProximaCore
 
 extension PaymentSession {
-    /// Runs the kernel on the selected application.
+    /// Runs the candidate's kernel (``KernelImplementation``) on the selected application: GET PROCESSING OPTIONS
+    /// with the combination's TTQ, READ RECORD, then the kernel's own steps.
     ///
     /// - Returns: the final outcome, or `nil` for Select Next (the attempt is recorded).
-    mutating func process(_ application: EMVApplication, fci: ApplicationFCI) async throws -> EMVOutcome? {
+    mutating func process(_ candidate: Candidate, fci: ApplicationFCI) async throws -> EMVOutcome? {
+        let application = candidate.application
         let gpoStep = Self.processingOptionsStep
+        guard let implementation = KernelImplementation.named(application.kernel) else {
+            remove(application, step: gpoStep, problem: "\(application.kernel) is not implemented")
+            return nil
+        }
+        selected = candidate
+        terminalData[0x9F66] = candidate.indicators.terminalTransactionQualifiers
         try checkCancellation(before: gpoStep)
         let pdolData = fci.processingOptionsDOL?.fill(with: terminalData) ?? []
         let gpo = try CommandAPDU(
@@ -30,40 +38,29 @@ extension PaymentSession {
             )
         }
         let options = try ProcessingOptions(responseData: response.data)
+        let input = KernelImplementation.Input(candidate: candidate, fci: fci, options: options)
+        if case .ended(let status, let reason)? = implementation.afterProcessingOptions(input) {
+            return EMVOutcome(status: status, reason: reason, application: application)
+        }
         var card = CardDataStore()
         try card.add(options.dataObjects, step: gpoStep)
         let oda = try await readRecords(options.applicationFileLocator, into: &card)
         var offlineAuthenticationData = oda
         if card[0x9F4A] == [0x82] { offlineAuthenticationData += options.applicationInterchangeProfile }
 
-        let result: KernelResult
-        switch application.kernel {
-        case .visa:
+        switch try await implementation.run(&self, input, &card) {
+        case .completed(let result):
             onEvent(.cardReadCompleted, context)
-            result = try quickVSDC(card: card)
-        case .mastercard:
-            switch try await mChip(options: options, card: &card) {
-            case .completed(let mChipResult):
-                onEvent(.cardReadCompleted, context)
-                result = mChipResult
-            case .ended(let status):
-                return EMVOutcome(
-                    status: .endApplication,
-                    reason: .cardStatus(step: Self.generateACStep, status: status),
-                    application: application
-                )
-            }
-        default:
-            remove(application, step: gpoStep, problem: "\(application.kernel) is not implemented")
-            return nil
+            return try outcome(
+                of: result,
+                application: application,
+                fci: fci,
+                options: options,
+                card: card,
+                offlineAuthenticationData: offlineAuthenticationData
+            )
+        case .ended(let status, let reason):
+            return EMVOutcome(status: status, reason: reason, application: application)
         }
-        return try outcome(
-            of: result,
-            application: application,
-            fci: fci,
-            options: options,
-            card: card,
-            offlineAuthenticationData: offlineAuthenticationData
-        )
     }
 }

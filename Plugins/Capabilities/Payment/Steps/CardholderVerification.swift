@@ -71,6 +71,9 @@ package struct CVMList: Hashable, Sendable {
         rules = stride(from: 8, to: bytes.count, by: 2).map { Rule(method: bytes[$0], condition: bytes[$0 + 1]) }
     }
 
+    /// The CVM codes of EMV Book 3 Annex C3 Table 39 (others are "unrecognised CVM").
+    static let knownCodes: Set<UInt8> = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x1E, 0x1F]
+
     /// What the terminal knows when it evaluates the list.
     struct Context {
         var amount: Int64
@@ -134,26 +137,37 @@ package struct CVMList: Hashable, Sendable {
 }
 
 /// Kernel 3 cardholder verification from the Card Transaction Qualifiers (`9F6C`) and the reader's TTQ (`9F66`),
-/// after EMV Book C-3 §5.7 (Visa qVSDC).
+/// after EMV Book C-3 §5.7 (Visa qVSDC). The TTQ is the combination's copy from Entry Point pre-processing:
+/// byte 2 bit 7 "CVM required" is set at or above the Reader CVM Required Limit (Book B §3.1.1.12).
+///
+/// With a CTQ: consumer device CVM performed (byte 2 bit 8) → CDCVM; online PIN required (byte 1 bit 8) and the
+/// reader supports online PIN (TTQ byte 1 bit 3) and the card asks to go online → online PIN; signature required
+/// (byte 1 bit 7) and supported (TTQ byte 1 bit 2) → signature; a CVM the card requires or the reader requires
+/// but none possible → failed; otherwise no CVM. Without a CTQ, when a CVM is required: signature, else online
+/// PIN for an online transaction, else failed.
 enum QualifiersCVM {
     /// - Parameters:
     ///   - ctq: the card's CTQ (2 bytes) or `nil` when it sent none.
-    ///   - ttq: the TTQ as sent in the PDOL (byte 2 bit 7 "CVM required" already set by amount).
+    ///   - ttq: the TTQ as sent in the PDOL.
+    ///   - online: whether the card asked to go online (ARQC): online PIN is only possible then.
     /// - Returns: the method and the CVM Results (`9F34`) the terminal records.
-    static func evaluate(ctq: [UInt8]?, ttq: [UInt8]) -> (CardholderVerification, cvmResults: [UInt8]) {
-        let onlinePINSupported = ttq.count > 0 && ttq[0] & 0x04 != 0
+    static func evaluate(ctq: [UInt8]?, ttq: [UInt8], online: Bool = true)
+        -> (CardholderVerification, cvmResults: [UInt8])
+    {
+        let onlinePINPossible = online && ttq.count > 0 && ttq[0] & 0x04 != 0
         let signatureSupported = ttq.count > 0 && ttq[0] & 0x02 != 0
         let cvmRequired = ttq.count > 1 && ttq[1] & 0x40 != 0
+        let failed: (CardholderVerification, [UInt8]) = (.failed, [0x3F, 0x00, 0x01])
         if let ctq, ctq.count >= 2 {
             if ctq[1] & 0x80 != 0 { return (.consumerDevice, [0x01, 0x00, 0x02]) }
-            if ctq[0] & 0x80 != 0 && onlinePINSupported { return (.onlinePIN, [0x02, 0x00, 0x00]) }
+            if ctq[0] & 0x80 != 0 && onlinePINPossible { return (.onlinePIN, [0x02, 0x00, 0x00]) }
             if ctq[0] & 0x40 != 0 && signatureSupported { return (.signature, [0x1E, 0x00, 0x00]) }
-            if ctq[0] & 0xC0 != 0 || cvmRequired { return (.failed, [0x3F, 0x00, 0x01]) }
+            if ctq[0] & 0xC0 != 0 || cvmRequired { return failed }
             return (.noCVM, [0x1F, 0x00, 0x02])
         }
-        if cvmRequired {
-            return signatureSupported ? (.signature, [0x1E, 0x00, 0x00]) : (.failed, [0x3F, 0x00, 0x01])
-        }
-        return (.noCVM, [0x1F, 0x00, 0x02])
+        guard cvmRequired else { return (.noCVM, [0x1F, 0x00, 0x02]) }
+        if signatureSupported { return (.signature, [0x1E, 0x00, 0x00]) }
+        if onlinePINPossible { return (.onlinePIN, [0x02, 0x00, 0x00]) }
+        return failed
     }
 }

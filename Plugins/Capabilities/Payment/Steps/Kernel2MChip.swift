@@ -2,10 +2,21 @@ internal import EMVCommon
 internal import ProximaCore
 
 extension PaymentSession {
-    /// Kernel 2 after the records: CVM, then GENERATE AC for an ARQC with CDOL1.
+    /// Kernel 2 right after GET PROCESSING OPTIONS (EMV Book C-2, GPO response processing): AIP byte 2 bit 8 says
+    /// whether the card runs EMV mode. A card without it offers only mag-stripe mode, which this terminal does
+    /// not implement: the transaction ends before any READ RECORD with a clear outcome, not a GENERATE AC error.
+    static let mChipMode: @Sendable (KernelImplementation.Input) -> KernelImplementation.Ending? = { input in
+        let aip = input.options.applicationInterchangeProfile
+        guard aip.count == 2, aip[1] & 0x80 == 0 else { return nil }
+        return .ended(.endApplication, .magStripeModeNotSupported(aip: aip))
+    }
+
+    /// Kernel 2 after the records: CVM selection, then GENERATE AC for an ARQC with CDOL1.
     ///
     /// - Returns: the cryptogram type and CVM, or the status word GENERATE AC was answered with instead of `9000`.
-    mutating func mChip(options: ProcessingOptions, card: inout CardDataStore) async throws -> GenerateACResult {
+    mutating func mChip(_ input: KernelImplementation.Input, card: inout CardDataStore) async throws
+        -> KernelImplementation.Ending
+    {
         let step = Self.generateACStep
         guard let cdol1Bytes = card[0x8C] else { throw CardAnswer.failure(step, "card has no CDOL1 (8C)") }
         let cdol1: DataObjectList
@@ -15,37 +26,9 @@ extension PaymentSession {
             throw CardAnswer.failure(card.source(of: 0x8C), "CDOL1 (8C): \(error.reason)")
         }
 
-        // Cardholder verification (Book C-2; Book 3 §10.5 above the reader CVM required limit).
         var tvr: [UInt8] = [0x80, 0x00, 0x00, 0x00, 0x00]  // byte 1 bit 8: offline data authentication not performed
-        let cvm: CardholderVerification
-        let cvmResults: [UInt8]
-        let amount = transaction.amountAuthorised
-        // AIP byte 1 bit 2 (Book C-2): on-device cardholder verification supported (a phone or watch).
-        let onDeviceCVM = options.applicationInterchangeProfile[0] & 0x02 != 0
-        if let limit = settings.cvmRequiredLimit, amount > limit,
-            options.supportsCardholderVerification || onDeviceCVM
-        {
-            if onDeviceCVM {
-                (cvm, cvmResults) = (.consumerDevice, [0x01, 0x00, 0x02])
-            } else if let listBytes = card[0x8E] {
-                let list = try CVMList(bytes: listBytes, step: card.source(of: 0x8E))
-                let context = CVMList.Context(
-                    amount: amount,
-                    type: transaction.type,
-                    inApplicationCurrency: card[0x9F42] == terminalData[0x5F2A],
-                    supportsOnlinePIN: settings.supportsOnlinePIN,
-                    supportsSignature: settings.supportsSignature,
-                    supportsNoCVM: settings.supportsNoCVM
-                )
-                (cvm, cvmResults) = list.evaluate(context)
-            } else {
-                tvr[0] |= 0x20  // ICC data missing
-                (cvm, cvmResults) = (.noCVM, [0x3F, 0x00, 0x00])
-            }
-        } else {
-            (cvm, cvmResults) = (.noCVM, [0x3F, 0x00, 0x00])
-        }
-        if cvm == .failed { tvr[2] |= 0x80 }  // cardholder verification was not successful
+        let (cvm, cvmResults) = try mChipCardholderVerification(input, card: card, tvr: &tvr)
+        if input.candidate.indicators.floorLimitExceeded { tvr[3] |= 0x80 }  // transaction exceeds floor limit
         if let expiry = card[0x5F24], expiry.count == 3, let today = terminalData[0x9A],
             expiry.lexicographicallyPrecedes(today)
         {
@@ -59,7 +42,7 @@ extension PaymentSession {
         let answer: GenerateACResponse
         switch try await generateApplicationCryptogram(.arqc, dol: cdol1, values: values) {
         case .answered(let response): answer = response
-        case .refused(let status): return .ended(status)
+        case .refused(let status): return .ended(.endApplication, .cardStatus(step: step, status: status))
         }
         if answer.cryptogramType == .tc {
             throw CardAnswer.failure(step, "card returned a TC to a request for an ARQC (Book 3 §6.5.5.2: AAC or ARQC)")
@@ -69,5 +52,52 @@ extension PaymentSession {
         card.replace(0x9F26, answer.applicationCryptogram, step: step)
         if !answer.issuerApplicationData.isEmpty { card.replace(0x9F10, answer.issuerApplicationData, step: step) }
         return .completed(KernelResult(type: answer.cryptogramType, cvm: cvm))
+    }
+
+    /// Kernel 2 CVM selection (EMV Book C-2, procedure CVM Selection; Book 3 §10.5):
+    ///
+    /// 1. AIP byte 1 bit 2 (on-device cardholder verification, a phone or watch): above the CVM required limit
+    ///    the cardholder was verified on the device (CVM Results `01 00 02`), otherwise no CVM (`3F 00 02`).
+    /// 2. AIP byte 1 bit 5 clear (cardholder verification not supported): no CVM, `3F 00 00`.
+    /// 3. No or an empty CVM List (`8E`): no CVM, `3F 00 00`, TVR "ICC data missing".
+    /// 4. Otherwise the CVM List by Book 3 §10.5 with the terminal's CVM capability: above the Reader CVM
+    ///    Required Limit the methods of Terminal Capabilities byte 2 ("CVM Capability – CVM Required"), at or
+    ///    below it "no CVM required" only ("CVM Capability – No CVM Required"). C-2 compares with "greater
+    ///    than"; without a limit in the transaction currency no amount requires a CVM.
+    func mChipCardholderVerification(
+        _ input: KernelImplementation.Input,
+        card: CardDataStore,
+        tvr: inout [UInt8]
+    ) throws -> (CardholderVerification, [UInt8]) {
+        let aip = input.options.applicationInterchangeProfile
+        let amount = transaction.amountAuthorised
+        let aboveLimit = input.candidate.indicators.limits.cvmRequired.map { amount > $0 } ?? false
+        if aip[0] & 0x02 != 0 {
+            return aboveLimit ? (.consumerDevice, [0x01, 0x00, 0x02]) : (.noCVM, [0x3F, 0x00, 0x02])
+        }
+        guard input.options.supportsCardholderVerification else { return (.noCVM, [0x3F, 0x00, 0x00]) }
+        guard let listBytes = card[0x8E], listBytes.count > 8 else {
+            tvr[0] |= 0x20  // ICC data missing
+            return (.noCVM, [0x3F, 0x00, 0x00])
+        }
+        let list = try CVMList(bytes: listBytes, step: card.source(of: 0x8E))
+        let context = CVMList.Context(
+            amount: amount,
+            type: transaction.type,
+            inApplicationCurrency: card[0x9F42] == terminalData[0x5F2A],
+            supportsOnlinePIN: aboveLimit && settings.supportsOnlinePIN,
+            supportsSignature: aboveLimit && settings.supportsSignature,
+            supportsNoCVM: !aboveLimit || settings.supportsNoCVM
+        )
+        let (cvm, results) = list.evaluate(context)
+        if cvm == .failed {
+            tvr[2] |= 0x80  // cardholder verification was not successful
+            if let rule = list.rules.first(where: { !CVMList.knownCodes.contains($0.code) }), results[0] == rule.method
+            {
+                tvr[2] |= 0x40  // unrecognised CVM
+            }
+        }
+        if cvm == .onlinePIN { tvr[2] |= 0x04 }  // online PIN entered
+        return (cvm, results)
     }
 }

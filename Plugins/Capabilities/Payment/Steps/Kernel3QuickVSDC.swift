@@ -2,8 +2,11 @@ internal import EMVCommon
 internal import ProximaCore
 
 extension PaymentSession {
-    /// Kernel 3 after the records: the cryptogram from the GPO answer, CVM from CTQ and TTQ (EMV Book C-3).
-    mutating func quickVSDC(card: CardDataStore) throws -> KernelResult {
+    /// Kernel 3 after the records: the cryptogram from the GPO answer, CVM from CTQ and the TTQ that
+    /// pre-processing set from the combination's limits (EMV Book C-3 §5.7).
+    mutating func quickVSDC(_ input: KernelImplementation.Input, card: CardDataStore) throws
+        -> KernelImplementation.Ending
+    {
         let step = Self.processingOptionsStep
         func required(_ tag: TLVTag, _ name: String, count: ClosedRange<Int>) throws -> [UInt8] {
             guard let value = card[tag] else {
@@ -36,8 +39,12 @@ extension PaymentSession {
             }
             type = decoded
         }
-        let (cvm, results) = QualifiersCVM.evaluate(ctq: card[0x9F6C], ttq: terminalData[0x9F66] ?? [])
+        let (cvm, results) = QualifiersCVM.evaluate(
+            ctq: card[0x9F6C],
+            ttq: input.candidate.indicators.terminalTransactionQualifiers,
+            online: type == .arqc
+        )
         terminalData[0x9F34] = results
-        return KernelResult(type: type, cvm: cvm)
+        return .completed(KernelResult(type: type, cvm: cvm))
     }
 }

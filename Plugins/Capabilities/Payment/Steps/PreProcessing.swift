@@ -44,13 +44,63 @@ extension PaymentSession {
         data[0x9F1C] = ascii(settings.terminalIdentification)
         if !settings.merchantNameAndLocation.isEmpty { data[0x9F4E] = ascii(settings.merchantNameAndLocation) }
         if let merchant = settings.merchantIdentifier { data[0x9F16] = ascii(merchant) }
-        // Book B §3.1.1: the configured TTQ, then "online cryptogram required" for a zero amount (§3.1.1.11) and
-        // "CVM required" at or above the reader CVM required limit (§3.1.1.8).
-        var ttq = DataObjectList.fitted(settings.terminalTransactionQualifiers, length: 4)
-        if transaction.amountAuthorised == 0 { ttq[1] |= 0x80 }
-        if let limit = settings.cvmRequiredLimit, transaction.amountAuthorised >= limit { ttq[1] |= 0x40 }
-        data[0x9F66] = ttq
+        // The TTQ of the candidate's combination replaces this before GET PROCESSING OPTIONS.
+        data[0x9F66] = DataObjectList.fitted(settings.terminalTransactionQualifiers, length: 4)
         return data
+    }
+}
+
+extension TerminalApplication {
+    /// The Entry Point Pre-Processing Indicators of this combination for `transaction` (EMV Book B §3.1.1.1 to
+    /// §3.1.1.12), with the limits of the transaction currency (the terminal's CVM required and floor limits
+    /// where the combination has none).
+    func preProcessing(_ transaction: EMVTransaction, settings: TerminalSettings) -> EntryPointIndicators {
+        let amount = transaction.amountAuthorised
+        var limits = self.limits[transaction.currencyCode] ?? ReaderLimits()
+        limits.cvmRequired = limits.cvmRequired ?? settings.cvmRequiredLimit
+        var indicators = EntryPointIndicators()
+        indicators.limits = limits
+        // §3.1.1.2: the copy of the TTQ with byte 2 bits 8-7 cleared.
+        var ttq = DataObjectList.fitted(
+            terminalTransactionQualifiers ?? settings.terminalTransactionQualifiers,
+            length: 4
+        )
+        ttq[1] &= 0x3F
+        // §3.1.1.3: status check on one unit of the currency.
+        var unit: Int64 = 1
+        for _ in 0..<max(0, transaction.currencyExponent) { unit *= 10 }
+        if statusCheckSupported && amount == unit { indicators.statusCheckRequested = true }
+        // §3.1.1.4: zero amount.
+        if amount == 0 {
+            if zeroAmountAllowed {
+                indicators.zeroAmount = true
+            } else {
+                indicators.contactlessApplicationNotAllowed = true
+            }
+        }
+        // §3.1.1.5: at or above the contactless transaction limit.
+        if let limit = limits.contactlessTransaction, amount >= limit {
+            indicators.contactlessTransactionLimitExceeded = true
+            indicators.contactlessApplicationNotAllowed = true
+        }
+        // §3.1.1.6 and §3.1.1.7: above the reader floor limit, else above the terminal floor limit (9F1B).
+        if let floor = limits.floor ?? settings.terminalFloorLimit, amount > floor {
+            indicators.floorLimitExceeded = true
+        }
+        // §3.1.1.8: at or above the CVM required limit.
+        if let limit = limits.cvmRequired, amount >= limit { indicators.cvmRequiredLimitExceeded = true }
+        // §3.1.1.9 to §3.1.1.12: the TTQ bits.
+        if indicators.floorLimitExceeded || indicators.statusCheckRequested { ttq[1] |= 0x80 }
+        if indicators.zeroAmount {
+            if ttq[0] & 0x08 != 0 {
+                indicators.contactlessApplicationNotAllowed = true  // offline-only reader
+            } else {
+                ttq[1] |= 0x80
+            }
+        }
+        if indicators.cvmRequiredLimitExceeded { ttq[1] |= 0x40 }
+        indicators.terminalTransactionQualifiers = ttq
+        return indicators
     }
 }
 
