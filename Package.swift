@@ -111,7 +111,7 @@ let package = Package(
         ),
         .target(
             name: "MobileDocumentCapability",
-            dependencies: ["ProximaCore", "ProximaCrypto"],
+            dependencies: ["ProximaCore", "ProximaCrypto", "ProximaKernel", "ProximaSystem"],
             path: "Plugins/Capabilities/MobileDocument",
             swiftSettings: strict
         ),
@@ -126,7 +126,7 @@ let package = Package(
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
                 "PaymentCapability", "EMVCommon", "ExternalTransport", "LibNFCTransport",
-                "CCIDTransport", "LoyaltyCapability",
+                "CCIDTransport", "LoyaltyCapability", "MobileDocumentCapability",
             ],
             swiftSettings: strict
         ),
@@ -143,6 +143,7 @@ let package = Package(
             dependencies: [
                 "Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability",
                 "PaymentCapability", "ProximaProcessorSandbox", "ProximaCrypto", "ProximaSystem",
+                "MobileDocumentCapability",
             ],
             swiftSettings: strict
         ),
