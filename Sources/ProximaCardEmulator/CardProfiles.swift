@@ -32,6 +32,7 @@ public enum CardProfiles {
     /// The profile kinds Proxima knows, in the order error messages list them.
     public static let kinds: [CardProfileKind] = [
         ScriptedCard.profileKind, EMVCard.qvsdcProfileKind, EMVCard.mchipProfileKind, VASPhone.profileKind,
+        MobileDocumentHolder.profileKind,
     ]
 
     /// Largest profile file read (a profile with a few hundred exchanges is far below it).
