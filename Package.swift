@@ -357,6 +357,7 @@ let package = Package(
                 "ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator", "PaymentCapability",
                 "ProximaTestSupport", "ProximaProcessorSandbox", "EMVCommon", "LoyaltyCapability", "ProximaCrypto",
             ],
+            exclude: ["Holders"],
             swiftSettings: strict
         ),
         .testTarget(name: "ProximaSystemTests", dependencies: ["ProximaSystem"], swiftSettings: strict),

@@ -1,5 +1,5 @@
 import Foundation
-internal import MobileDocumentCapability
+package import MobileDocumentCapability
 internal import PaymentCapability
 public import ProximaCore
 public import ProximaKernel
@@ -214,4 +214,10 @@ public final class MobileDocumentReaderSession: Sendable {
             throw MobileDocumentErrorMapping.readerError(error)
         }
     }
+}
+
+extension MobileDocumentReader {
+    /// The ID service behind this reader, for the CLI and hosts inside the package (the check names and the
+    /// attendant display); `nil` when the configuration cannot be used.
+    package var documentService: MobileDocumentService? { try? service.get() }
 }

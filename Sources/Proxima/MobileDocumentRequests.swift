@@ -315,7 +315,10 @@ extension MobileDriversLicenseRawDataRequest: DocumentRequestMapping {
     var delivery: DocumentDelivery { .raw }
     func response(_ outcome: DocumentReadOutcome) throws(MobileDocumentReaderError) -> any Sendable {
         guard let exchange = outcome.exchange else { throw .unknown("the read returned no response") }
-        return Response(responseData: Data(exchange.deviceResponse), sessionTranscript: Data(exchange.sessionTranscript))
+        return Response(
+            responseData: Data(exchange.deviceResponse),
+            sessionTranscript: Data(exchange.sessionTranscript)
+        )
     }
 }
 
