@@ -79,7 +79,8 @@ struct PCSCMobileDocumentTests {
                 return .failure(error)
             }
         }
-        process.terminate()
+        // SIGKILL: a test runner's ignored SIGTERM is inherited by its children.
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let problems = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

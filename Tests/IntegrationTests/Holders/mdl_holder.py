@@ -10,7 +10,9 @@ TAMPER: none, tamperedElement, expiredMSO, unknownIACA, wrongDocType, badDeviceM
 muteAfterEngagement. Prints "ready" once connected; each DeviceRequest's elements and intents as one JSON line
 ("request {...}"); exits when vpcd closes the connection.
 """
-import cbor2, datetime, hashlib, hmac, json, os, socket, struct, sys
+import cbor2, datetime, hashlib, hmac, json, os, signal, socket, struct, sys
+
+signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a test runner may have left it ignored
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, utils
@@ -241,6 +243,15 @@ class Holder:
         return cbor2.dumps({"version": "1.0", "documents": [document], "status": 0})
 
 
+LOG = open(os.environ["MDL_HOLDER_LOG"], "a") if os.environ.get("MDL_HOLDER_LOG") else None
+
+
+def log(text):
+    if LOG:
+        LOG.write(text + "\n")
+        LOG.flush()
+
+
 def receive(sock, count):
     data = b""
     while len(data) < count:
@@ -262,6 +273,7 @@ def main():
         frame = receive(sock, struct.unpack(">H", header)[0])
         if frame is None:
             return
+        log("< " + frame.hex()[:80])
         if len(frame) == 1:
             if frame[0] == 0x04:
                 sock.sendall(struct.pack(">H", len(ATR)) + ATR)
@@ -272,6 +284,7 @@ def main():
         if answer is None:  # mute: the phone stops answering and leaves the field
             sock.close()
             return
+        log("> " + answer.hex()[:80])
         sock.sendall(struct.pack(">H", len(answer)) + answer)
 
 
