@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What a reader token must satisfy, shared by the payment and the ID verification services: an ES256 signature
 /// under the server's key, `iss`, `exp` (required) and `nbf`/`iat` with ``clockSkew``, further required claims,
@@ -42,7 +47,7 @@ package struct ReaderTokenCheck: Sendable {
     /// - Throws: ``JWTError``: `malformed` for an empty or unparsable token, `badSignature`, `missingClaim`,
     ///   `expired`, `notYetValid`, `wrongIssuer`, `wrongAudience`.
     package func verify(_ token: String, now: @escaping @Sendable () -> Date) throws(JWTError) -> JWTClaims {
-        let text = token.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(token.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
         let key = VerifiedTokenClaimsCache.Key(token: text, check: self)
         if let cached = VerifiedTokenClaimsCache.shared.entry(for: key), isCurrent(cached, at: now()) {
             return cached

@@ -1,7 +1,12 @@
-package import Foundation
 import ProximaCore
 import ProximaCrypto
 package import ProximaKernel
+
+#if canImport(FoundationEssentials)
+package import FoundationEssentials
+#else
+package import Foundation
+#endif
 
 /// How a document read is shown or handed over (Apple's display, data and raw requests).
 package enum DocumentDelivery: Sendable {
@@ -101,7 +106,7 @@ package struct MobileDocumentService: Sendable {
                     + "readerIdentifier) or a capabilities.payment block"
             )
         }
-        guard !token.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+        guard token.contains(where: { !$0.isWhitespace }) else {
             throw MobileDocumentServiceError(.invalidToken, "the reader token is empty; ask your server for one")
         }
         do {
