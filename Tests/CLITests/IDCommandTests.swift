@@ -7,15 +7,17 @@ import Testing
         let directory = NSTemporaryDirectory() + "proxima-id-cli-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let config = CLITests.packageRoot.path + "/Config"
+        // The sandbox token is signed with the TEST processor key next to the manifest's public one.
+        try FileManager.default.createSymbolicLink(atPath: directory + "/keys", withDestinationPath: config + "/keys")
         let text = """
             { "schemaVersion": 1, "dataDirectory": "\(directory)/var",
               "plugins": [ { "id": "sim", "type": "simulator", "config": { "airTime": false, "readers": [
                 { "id": "desk-1", "cards": ["\(config)/cards/\(card)"], "arrival": { "pattern": "immediate" } } ] } } ],
               "lanes": [ { "id": "id-desk", "readers": ["desk-1"] } ],
               "capabilities": {
-                "payment": { "processorPublicKey": "\(config)/keys/psp-test-public.pem",
+                "payment": { "processorPublicKey": "keys/psp-test-public.pem",
                              "tokenIssuer": "https://psp.example.test", "readerIdentifier": "proxima-id-cli" },
-                "mobileDocument": { "trustAnchors": ["\(config)/keys/mdl-iaca-test.pem"] } } }
+                "mobileDocument": { "trustAnchors": ["keys/mdl-iaca-test.pem"] } } }
             """
         let path = directory + "/proxima.json"
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))

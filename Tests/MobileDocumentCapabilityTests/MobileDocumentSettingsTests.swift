@@ -62,7 +62,7 @@ struct MobileDocumentSettingsTests {
     }
 
     @Test(arguments: [
-        (#"{ }"#, "capabilities.mobileDocument.trustAnchors", "missing"),
+        (#"{ }"#, "capabilities.mobileDocument", "trustAnchors"),
         (#"{ "trustAnchors": [] }"#, "capabilities.mobileDocument.trustAnchors", "at least one"),
         (#"{ "trustAnchors": ["keys/nope.pem"] }"#, "capabilities.mobileDocument.trustAnchors[0]", "keys/nope.pem"),
         (
@@ -71,11 +71,11 @@ struct MobileDocumentSettingsTests {
         ),
         (
             #"{ "trustAnchors": ["keys/mdl-iaca-test.pem"], "colour": 1 }"#, "capabilities.mobileDocument.colour",
-            "",
+            "colour",
         ),
         (
             #"{ "trustAnchors": ["keys/mdl-iaca-test.pem"], "clockSkewSeconds": -1 }"#,
-            "capabilities.mobileDocument.clockSkewSeconds", "",
+            "capabilities.mobileDocument.clockSkewSeconds", "86400",
         ),
         (
             #"{ "trustAnchors": ["keys/mdl-iaca-test.pem"], "vical": "keys/vical.cbor" }"#,
