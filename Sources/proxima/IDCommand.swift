@@ -100,7 +100,7 @@ enum IDCommand {
                     options: DocumentReadOptions(pinnedReader: pinned, timeout: .seconds(timeout))
                 )
                 if let exchange = outcome.exchange {
-                    for line in lines(exchange) { print(line) }
+                    for line in lines(exchange, order: names) { print(line) }
                 }
                 return .success
             } catch let error as MobileDocumentError {
@@ -128,8 +128,12 @@ enum IDCommand {
         return names
     }
 
-    /// The lines of a verified read: what the attendant display shows.
-    static func lines(_ exchange: DocumentExchange) -> [String] {
-        MobileDocumentService.displayContent(of: exchange).items.map { "\($0.label): \($0.text ?? "")" }
+    /// The lines of a verified read, the elements in the order asked: what the attendant display shows.
+    static func lines(_ exchange: DocumentExchange, order: [String]) -> [String] {
+        let items = MobileDocumentService.displayContent(of: exchange).items
+        let elements = order.compactMap { name in items.first { $0.label == name } }
+        let head = items.filter { $0.label == "docType" || $0.label == "issuer" }
+        let tail = items.filter { $0.label == "verified" }
+        return (head + elements + tail).map { "\($0.label): \($0.text ?? "")" }
     }
 }

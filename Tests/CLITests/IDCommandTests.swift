@@ -31,9 +31,9 @@ import Testing
             run.stdout == """
                 docType: org.iso.18013.5.1.mDL
                 issuer: CN=Proxima TEST IACA,C=UT
-                age_over_21: true
                 family_name: Mustermann
                 given_name: Erika
+                age_over_21: true
                 portrait: <4 bytes jpeg>
                 verified: issuer, device
 
