@@ -8,7 +8,7 @@ import Testing
     /// when the table gains a command this list does not name, so each new command gets these tests too.
     static let commands: [[String]] = [
         [], ["config"], ["config", "check"], ["readers"], ["demo"], ["pay"], ["psp"], ["psp", "keygen"],
-        ["psp", "token"], ["psp", "decrypt"], ["cardsim"], ["vas"], ["help"],
+        ["psp", "token"], ["psp", "decrypt"], ["cardsim"], ["vas"], ["id"], ["help"],
     ]
     static let groups: Set<[String]> = [[], ["config"], ["psp"]]
     static var leaves: [[String]] { commands.filter { !groups.contains($0) } }
@@ -148,6 +148,7 @@ import Testing
         (["demo", "--taps", "1"], 3),
         (["pay", "--amount", "1.00", "--currency", "USD"], 3),
         (["vas"], 3),
+        (["id"], 3),
         (["psp", "token"], 3),
         (["psp", "decrypt", "AAAA"], 3),
         (["cardsim", "--vpcd", "127.0.0.1:1", "--card", "/nonexistent/card.json"], 1),
