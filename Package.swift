@@ -122,7 +122,7 @@ let package = Package(
         ),
         .target(
             name: "MobileDocumentCapability",
-            dependencies: ["ProximaCore", "ProximaCrypto"],
+            dependencies: ["ProximaCore", "ProximaCrypto", "ProximaKernel", "ProximaSystem"],
             path: "Plugins/Capabilities/MobileDocument",
             swiftSettings: strict
         ),
@@ -137,7 +137,7 @@ let package = Package(
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
                 "PaymentCapability", "EMVCommon", "ExternalTransport", "LibNFCTransport",
-                "CCIDTransport", "LoyaltyCapability", "RemoteTransport",
+                "CCIDTransport", "LoyaltyCapability", "RemoteTransport", "MobileDocumentCapability",
             ],
             swiftSettings: strict
         ),
@@ -154,6 +154,7 @@ let package = Package(
             dependencies: [
                 "Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability",
                 "PaymentCapability", "ProximaProcessorSandbox", "ProximaCrypto", "ProximaSystem", "RemoteTransport",
+                "MobileDocumentCapability",
             ],
             swiftSettings: strict
         ),
@@ -378,6 +379,7 @@ let package = Package(
                 "ProximaCore", "ProximaKernel", "Proxima", "PCSCTransport", "ProximaCardEmulator", "PaymentCapability",
                 "ProximaTestSupport", "ProximaProcessorSandbox", "EMVCommon", "LoyaltyCapability", "ProximaCrypto",
             ],
+            exclude: ["Holders"],
             swiftSettings: strict
         ),
         .testTarget(name: "ProximaSystemTests", dependencies: ["ProximaSystem"], swiftSettings: strict),

@@ -2,6 +2,7 @@ internal import CCIDTransport
 internal import ExternalTransport
 internal import LibNFCTransport
 internal import LoyaltyCapability
+internal import MobileDocumentCapability
 internal import PCSCTransport
 internal import PaymentCapability
 internal import ProximaCore
@@ -99,6 +100,7 @@ public enum BuiltinPlugins {
         )
         registry.register(PaymentSettings.capabilityType)
         registry.register(LoyaltySettings.capabilityType)
+        registry.register(MobileDocumentSettings.capabilityType)
         return registry
     }()
 }

@@ -76,6 +76,9 @@ enum DefaultPaymentKernel {
         return .success(kernel)
     }()
 
+    /// The default kernel, or why there is none (shared by `PaymentCardReader()` and `MobileDocumentReader()`).
+    static func kernel() -> Result<Kernel, PaymentCardReaderError> { shared }
+
     /// The payment service of the default kernel on the default lane.
     static func service() -> Result<PaymentService, PaymentCardReaderError> {
         switch shared {

@@ -33,6 +33,7 @@ public enum CardProfiles {
     public static let kinds: [CardProfileKind] = [
         ScriptedCard.profileKind, EMVCard.qvsdcProfileKind, EMVCard.mchipProfileKind, VASPhone.profileKind,
         SmartTapPhone.profileKind,
+        MobileDocumentHolder.profileKind,
     ]
 
     /// Largest profile file read (a profile with a few hundred exchanges is far below it).

@@ -119,7 +119,7 @@ public struct MobileDocumentHolder: VirtualCard {
         public static let muteAfterEngagement = Tamper(rawValue: 1 << 6)
     }
 
-    public let name = "mDL holder"
+    public var name = "mDL holder"
     public let atr: [UInt8] = [0x3B, 0x80, 0x80, 0x01, 0x01]
     public let ats: [UInt8] = [0x05, 0x78, 0x80, 0x70, 0x02]
     public let uid: [UInt8] = [0x08, 0x12, 0x34, 0x56]
@@ -127,6 +127,18 @@ public struct MobileDocumentHolder: VirtualCard {
 
     public let credential: Credential
     public let tamper: Tamper
+
+    /// What the holder received in a DeviceRequest: each element asked with its intent to retain, and whether the
+    /// request carried readerAuth (ISO/IEC 18013-5 §8.3.2.1.2.1), for tests that check what the reader sent.
+    public struct ReceivedRequest: Sendable, Hashable {
+        public var docType: String
+        /// namespace → element identifier → intentToRetain.
+        public var elements: [String: [String: Bool]]
+        public var hasReaderAuthentication: Bool
+    }
+
+    /// Called with every DeviceRequest's first DocRequest, as received.
+    public var onRequest: (@Sendable (ReceivedRequest) -> Void)?
 
     private enum Selected { case none, ndefApplication, capabilityContainer, ndefFile, transfer }
     private var selected = Selected.none
@@ -309,6 +321,17 @@ public struct MobileDocumentHolder: VirtualCard {
         guard let items = try request["docRequests"]?.arrayValue?.first?["itemsRequest"]?.decodeEmbedded(),
             let docType = items["docType"]?.textValue
         else { throw ProximaError(.malformedData, "DeviceRequest without an itemsRequest") }
+        if let onRequest {
+            var asked: [String: [String: Bool]] = [:]
+            for namespace in items["nameSpaces"]?.mapValue ?? [] {
+                for element in namespace.value.mapValue ?? [] {
+                    asked[namespace.key.textValue ?? "", default: [:]][element.key.textValue ?? ""] =
+                        element.value.boolValue ?? false
+                }
+            }
+            let readerAuth = request["docRequests"]?.arrayValue?.first?["readerAuth"] != nil
+            onRequest(ReceivedRequest(docType: docType, elements: asked, hasReaderAuthentication: readerAuth))
+        }
         guard docType == credential.docType else {
             return CBOREncoder.encode(["version": "1.0", "documentErrors": [[.textString(docType): 0]], "status": 0])
         }

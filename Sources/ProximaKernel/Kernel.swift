@@ -53,6 +53,8 @@ public final class Kernel: Sendable {
     public let manifest: Manifest
     public let events: KernelEventBus
     public let clock: KernelClock
+    /// The lanes' attendant displays (content an app never sees, such as an mDL display request's elements).
+    package let laneDisplays = LaneDisplays()
     /// The scheduler. `package`: reader events and leases go through the kernel, so an app cannot fault a reader.
     package let pool: ReaderPool
 

@@ -32,7 +32,7 @@ enum CLI {
             summary: "a contactless-reader kernel for hosts that drive many readers at once.",
             subcommands: [
                 ConfigCommand.command, ReadersCommand.command, DemoCommand.command, PayCommand.command,
-                VASCommand.command, AgentCommand.command, HowToCommand.command,
+                VASCommand.command, AgentCommand.command, HowToCommand.command, IDCommand.command,
                 PSPCommand.command, CardsimCommand.command, helpCommand,
             ]
         )

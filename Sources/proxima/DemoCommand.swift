@@ -131,6 +131,12 @@ struct DemoStore: Sendable {
     let taps: Int
     let meanArrival: Duration
     let mode: Mode
+    /// Lanes whose customers show an mDL instead of paying: lanes named `id-…` when the manifest has
+    /// `capabilities.mobileDocument`.
+    var idLanes: Set<LaneID> {
+        guard kernel.manifest.capabilities["mobileDocument"] != nil else { return [] }
+        return Set(kernel.manifest.lanes.map(\.id).filter { $0.rawValue.hasPrefix("id-") })
+    }
 
     /// What each customer's tap does.
     enum Mode: Sendable {
@@ -152,7 +158,8 @@ struct DemoStore: Sendable {
         var banner: String {
             switch self {
             case .payment:
-                "demo: payments on every lane (sandbox processor token, merchant \(PSPCommand.defaultMerchant))"
+                "demo: payments on every lane (sandbox processor token, merchant \(PSPCommand.defaultMerchant)); "
+                    + "mDL age checks on id-* lanes"
             case .identity: "demo: card identity reads on every lane (the manifest has no payment settings)"
             }
         }
@@ -230,6 +237,8 @@ struct DemoStore: Sendable {
         let arrived = ContinuousClock.now
         do {
             switch mode {
+            case .payment(_, let token) where idLanes.contains(lane):
+                try await checkID(on: lane, token: token)
             case .payment(let sandbox, let token):
                 try await pay(on: lane, sandbox: sandbox, token: token)
             case .identity:
@@ -293,6 +302,18 @@ struct DemoStore: Sendable {
         }
     }
 
+    /// One customer at the ID desk: an age check of their mDL, verified against the manifest's IACAs.
+    private func checkID(on lane: LaneID, token: PaymentCardReader.Token) async throws {
+        let reader = MobileDocumentReader(kernel: kernel, lane: lane)
+        let session = try await reader.prepare(using: MobileDocumentReader.Token(token.rawValue))
+        let response = try await session.readDocument(
+            MobileDriversLicenseDataRequest(nonRetainedElements: [.ageAtLeast(21)])
+        )
+        guard response.documentElements.ageAtLeastElements[21] != nil else {
+            throw DemoFailure("the mDL did not answer age_over_21")
+        }
+    }
+
     /// A short failure reason for the summary: the error's case or code name.
     static func reason(_ error: any Error) -> String {
         switch error {
@@ -300,6 +321,7 @@ struct DemoStore: Sendable {
         case let e as PaymentCardReaderSession.ReadError: e.errorName
         case let e as ProximaError: e.code.description
         case let e as PaymentError: e.code.description
+        case let e as MobileDocumentReaderError: e.failedCheck ?? e.code.description
         case let e as DemoFailure: e.description
         default: "\(type(of: error))"
         }
@@ -324,7 +346,13 @@ extension DemoStore {
         var intervalMs: Int64 = 300
         if case .array(let declared)? = config["readers"] {
             for reader in declared {
-                if case .array(let c)? = reader["cards"] { cards += c.filter { !cards.contains($0) } }
+                // The ID desk's mDL holders stay out of the payment lanes a reshaped store deals cards to.
+                if case .array(let c)? = reader["cards"] {
+                    cards += c.filter { card in
+                        if case .string(let path) = card, path.contains("mdl-holder") { return false }
+                        return !cards.contains(card)
+                    }
+                }
                 if case .integer(let i)? = reader["arrival"]?["intervalMs"] { intervalMs = i }
             }
         }

@@ -101,7 +101,7 @@ import Testing
         #expect(run.status == 0)
         let lines = run.stdout.split(separator: "\n")
         #expect(lines.first?.hasPrefix("READER") == true)
-        #expect(lines.count == 9)  // header + 8 readers
+        #expect(lines.count == 10)  // header + 8 payment readers + the ID desk's
         #expect(run.stdout.contains("spare-1"))
         #expect(run.stdout.contains("shared pool"))
     }

@@ -9,7 +9,7 @@ import Testing
     static let commands: [[String]] = [
         [], ["config"], ["config", "check"], ["readers"], ["demo"], ["pay"], ["psp"], ["psp", "keygen"],
         ["psp", "token"], ["psp", "decrypt"], ["psp", "reader-key"], ["cardsim"], ["vas"], ["agent"], ["howto"],
-        ["help"],
+        ["id"], ["help"],
     ]
     static let groups: Set<[String]> = [[], ["config"], ["psp"]]
     static var leaves: [[String]] { commands.filter { !groups.contains($0) } }
@@ -153,6 +153,7 @@ import Testing
         (["demo", "--taps", "1"], 3),
         (["pay", "--amount", "1.00", "--currency", "USD"], 3),
         (["vas"], 3),
+        (["id"], 3),
         (["psp", "token"], 3),
         (["psp", "decrypt", "AAAA"], 3),
         (["psp", "reader-key"], 3),

@@ -47,8 +47,9 @@ import Testing
         #expect(settings.terminal.countryCode == 840)
         #expect(settings.terminal.merchantNameAndLocation == "Proxima Test Store, Springfield")
         #expect(manifest.capabilities["identity"] != nil)
-        // Every simulated reader taps the payment test cards.
-        #expect(manifest.declaredReaders.count == 8)
+        // Eight simulated readers tap the payment test cards, one (the ID desk's) the TEST mDL holder.
+        #expect(manifest.declaredReaders.count == 9)
+        #expect(manifest.capabilities["mobileDocument"] != nil)
     }
 
     @Test func fullBlockIsRead() throws {

@@ -2,6 +2,7 @@ import Foundation
 @_spi(Testing) import Proxima
 import ProximaKernel
 import ProximaProcessorSandbox
+import Synchronization
 import Testing
 
 @testable import PaymentCapability
@@ -24,16 +25,22 @@ import Testing
               "dataDirectory": "\(directory)/var",
               "plugins": [ { "id": "sim", "type": "simulator", "config": { "airTime": false, "readers": [
                 { "id": "counter-1", "cards": ["\(cards)/pay-visa-qvsdc.json", "\(cards)/pay-mastercard-mchip.json"],
-                  "arrival": { "pattern": "immediate" } } ] } } ],
-              "lanes": [ { "id": "checkout", "readers": ["counter-1"] } ],
+                  "arrival": { "pattern": "immediate" } },
+                { "id": "id-desk-1", "cards": ["\(cards)/mdl-holder.json"], "arrival": { "pattern": "immediate" } }
+              ] } } ],
+              "lanes": [ { "id": "checkout", "readers": ["counter-1"] }, { "id": "id-desk", "readers": ["id-desk-1"] } ],
               "capabilities": { "payment": {
                 "processorPublicKey": "\(Package.publicKeyFile)", "tokenIssuer": "https://psp.example.test",
-                "readerIdentifier": "proxima-sketch-001" } }
+                "readerIdentifier": "proxima-sketch-001" },
+                "mobileDocument": { "trustAnchors": ["\(Package.configDirectory)/keys/mdl-iaca-test.pem"],
+                  "readerAuthentication": { "privateKey": "\(Package.configDirectory)/keys/mdl-reader-test-private.pem",
+                    "certificateChain": ["\(Package.configDirectory)/keys/mdl-reader-test.pem"] } } }
             }
             """
         let path = directory + "/proxima.json"
         _ = FileManager.default.createFile(atPath: path, contents: Data(manifest.utf8))
         let configured = PaymentCardReader.setDefaultConfiguration(manifestPath: path, lane: "checkout")
+        MobileDocumentReader.setDefaultLane("id-desk")
         precondition(configured, "a default PaymentCardReader was created before the usage sketch tests")
         return directory
     }()
@@ -162,5 +169,94 @@ import Testing
         #expect(content.id == "payment.howToTap")
         #expect(text == content.displayLines.joined(separator: "\n"))
         #expect(!content.steps.isEmpty && !content.picture.isEmpty)
+    }
+
+    /// What the ID desk's attendant display showed, in order.
+    static let attendantDisplay = Mutex<[LaneDisplayContent]>([])
+
+    /// The sketch's mDL part as written, on `MobileDocumentReader()` (the default kernel's `id-desk` lane, a
+    /// simulated reader with the TEST mDL holder). The display request's elements reach the lane's attendant
+    /// display and not the app; the data request's come back verified.
+    @Test func mobileDocumentSketchRunsAsWritten() async throws {
+        _ = Self.environment
+        func fetchReaderToken() async throws -> MobileDocumentReader.Token {
+            MobileDocumentReader.Token(try Self.sandbox().issueToken(merchantID: "sketch-merchant").rawValue)
+        }
+        let kernel = try #require(MobileDocumentReader().kernel)
+        kernel.laneDisplays.register(
+            { content in Self.attendantDisplay.withLock { $0.append(content) } },
+            for: "id-desk"
+        )
+        defer { kernel.laneDisplays.unregister("id-desk") }
+
+        // The sketch, as written for iOS.
+        let docReader = MobileDocumentReader()
+        let readerToken = try await fetchReaderToken()  // From your server
+
+        let session = try await MobileDocumentReaderSession(
+            reader: docReader,
+            readerToken: readerToken
+        )
+        try await session.prepare()
+
+        // Request a driver's license display
+        let displayRequest = MobileDriversLicenseDisplayRequest(
+            retainedElements: [.givenName, .familyName, .portrait, .dateOfBirth, .ageOver21]
+        )
+        try await session.readDocument(displayRequest)
+
+        // Or request validated data
+        let dataRequest = MobileDriversLicenseDataRequest(
+            retainedElements: [.givenName, .familyName, .dateOfBirth]
+        )
+        let documentResult = try await session.readDocument(dataRequest)
+
+        #expect(try await docReader.configuration.readerInstanceIdentifier == "proxima-sketch-001")
+        let shown = Self.attendantDisplay.withLock { $0 }
+        #expect(shown.count == 1)
+        let lines = Dictionary(uniqueKeysWithValues: (shown.first?.items ?? []).map { ($0.label, $0.text ?? "") })
+        #expect(lines["docType"] == "org.iso.18013.5.1.mDL")
+        #expect(lines["issuer"] == "CN=Proxima TEST IACA,C=UT")
+        #expect(lines["given_name"] == "Erika")
+        #expect(lines["age_over_21"] == "true")
+        #expect(lines["birth_date"] == "1990-01-01")
+        #expect(lines["portrait"] == "<4 bytes jpeg>")
+        #expect(shown.first?.items.first { $0.label == "portrait" }?.image == [0xFF, 0xD8, 0xFF, 0xD9])
+        let elements = documentResult.documentElements
+        #expect(elements.nameComponents?.givenName == "Erika")
+        #expect(elements.nameComponents?.familyName == "Mustermann")
+        #expect(elements.dateOfBirth == DateComponents(year: 1990, month: 1, day: 1))
+        #expect(elements.portraitData == nil)  // not asked
+        #expect(elements.ageAtLeastElements.isEmpty)
+
+        // The sketch's error handling, and the other request shapes on the same session.
+        func handled(_ body: () async throws -> Void) async -> String {
+            do {
+                try await body()
+                return "read"
+            } catch let error as MobileDocumentReaderError {
+                // Handle session preparation and document request errors
+                return "\(error.code)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(await handled { try await session.readDocument(MobileDriversLicenseDataRequest()) } == "invalidRequest")
+        let raw = try await session.requestDocument(
+            MobileDriversLicenseRawDataRequest(retainedElements: [.ageAtLeast(21)], nonRetainedElements: [.portrait])
+        )
+        #expect(raw.responseData.first == 0xA3)  // {version, documents, status}
+        #expect(raw.sessionTranscript.first == 0x83)  // [DeviceEngagementBytes, EReaderKeyBytes, Handover]
+        var anyOf = MobileDocumentAnyOfDataRequest()
+        anyOf.addRequest(MobileDriversLicenseDataRequest(nonRetainedElements: [.ageAtLeast(21), .portrait]))
+        let any = try await session.requestDocument(anyOf)
+        let licence = try #require(any.documentResponse as? MobileDriversLicenseDataRequest.Response)
+        #expect(licence.documentElements.ageAtLeastElements == [21: true])
+        #expect(licence.documentElements.portraitData == Data([0xFF, 0xD8, 0xFF, 0xD9]))
+        #expect(
+            await handled {
+                _ = try await MobileDocumentReaderSession(reader: docReader, readerToken: .init("x.y.z"))
+            } == "invalidToken"
+        )
     }
 }
