@@ -32,6 +32,7 @@ let package = Package(
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
         .executable(name: "PaymentBenchmark", targets: ["PaymentBenchmark"]),
+        .executable(name: "ODABenchmark", targets: ["ODABenchmark"]),
         .executable(name: "ExternalBenchmark", targets: ["ExternalBenchmark"]),
         .executable(name: "LibNFCBenchmark", targets: ["LibNFCBenchmark"]),
         .executable(name: "CCIDBenchmark", targets: ["CCIDBenchmark"]),
@@ -158,7 +159,7 @@ let package = Package(
         .executableTarget(name: "FuzzAPDU", dependencies: ["ProximaCore", "FuzzSupport"], path: "Fuzz/FuzzAPDU"),
         .executableTarget(
             name: "FuzzEMV",
-            dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability", "EMVCommon"],
+            dependencies: ["ProximaCore", "FuzzSupport", "PaymentCapability", "EMVCommon", "ProximaCrypto"],
             path: "Fuzz/FuzzEMV"
         ),
         .executableTarget(name: "FuzzCBOR", dependencies: ["ProximaCore"], path: "Fuzz/FuzzCBOR"),
@@ -225,6 +226,12 @@ let package = Package(
                 "SimulatorTransport", "ProximaCrypto", "ProximaProcessorSandbox", "EMVCommon",
             ],
             path: "Benchmarks/PaymentBenchmark",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "ODABenchmark",
+            dependencies: ["PaymentCapability", "ProximaCardEmulator", "ProximaCore"],
+            path: "Benchmarks/ODABenchmark",
             swiftSettings: strict
         ),
 

@@ -101,6 +101,10 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
         case noSupportedApplication(unsupported: [EMVApplication])
         /// The card answered `step` with a status word that ends the transaction.
         case cardStatus(step: String, status: StatusWord)
+        /// Offline data authentication (fDDA or CDA, EMV Book 2 §6) failed or was not possible, so the card's
+        /// cryptogram was not accepted as it stood: declined, or sent online where the kernel allows it. The text
+        /// names the check (``OfflineAuthenticationFailure``), never card data.
+        case offlineDataAuthenticationFailed(String)
 
         package var description: String {
             switch self {
@@ -113,6 +117,7 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
                         + unsupported.map { "\($0.brand) \($0.identifier.hexString) needs \($0.kernel)" }
                         .joined(separator: "; ")
             case .cardStatus(let step, let status): "\(step): card answered \(status)"
+            case .offlineDataAuthenticationFailed(let problem): "offline data authentication failed: \(problem)"
             }
         }
     }
@@ -183,7 +188,7 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
     package var isCardNotSupported: Bool {
         switch reason {
         case .noPaymentDirectory, .noSupportedApplication: true
-        case .cryptogram, .cardStatus: false
+        case .cryptogram, .cardStatus, .offlineDataAuthenticationFailed: false
         }
     }
 

@@ -118,6 +118,11 @@ package struct TerminalApplication: Hashable, Sendable, CustomStringConvertible 
     package static let defaults: [TerminalApplication] = [
         TerminalApplication(identifier: PaymentBrand.visaRID, kernel: .visa),
         TerminalApplication(identifier: PaymentBrand.mastercardRID, kernel: .mastercard),
+        TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x00, 0x25], kernel: .americanExpress),
+        TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x00, 0x65], kernel: .jcb),
+        TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x01, 0x52], kernel: .discover),
+        TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x03, 0x24], kernel: .discover),
+        TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x03, 0x33], kernel: .unionPay),
     ]
 
     package var description: String { "\(identifier.hexString) → \(kernel)" }

@@ -58,6 +58,9 @@ package struct PaymentSettings: Sendable {
     /// The terminal data objects sent to cards.
     package var terminal: TerminalSettings
     package var cardDataTTL: Duration
+    /// CA public keys for offline data authentication: `keys/ca-public-keys-test.json` next to the manifest when it
+    /// exists (until the manifest names the file), else none.
+    package var certificationAuthorities: CertificationAuthorityKeys = .none
 
     /// Every `aud` value a token may carry to be accepted here: ``readerIdentifier`` first, then
     /// ``allowedAudiences``.
@@ -105,6 +108,7 @@ package struct PaymentSettings: Sendable {
         terminal =
             try object.value("terminal").map { try Self.terminalSettings($0, at: terminalPath) } ?? TerminalSettings()
         cardDataTTL = .seconds(try object.optionalInteger("cardDataTTLSeconds", in: 1...600) ?? 60)
+        certificationAuthorities = try CertificationAuthorityKeys.defaultKeys(baseDirectory: baseDirectory)
         try object.finish()
     }
 

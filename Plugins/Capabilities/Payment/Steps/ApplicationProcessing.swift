@@ -8,7 +8,9 @@ extension PaymentSession {
     mutating func process(_ application: EMVApplication, fci: ApplicationFCI) async throws -> EMVOutcome? {
         let gpoStep = Self.processingOptionsStep
         try checkCancellation(before: gpoStep)
+        addKernelTerminalData(for: application.kernel)
         let pdolData = fci.processingOptionsDOL?.fill(with: terminalData) ?? []
+        processingOptionsData = pdolData
         let gpo = try CommandAPDU(
             cla: 0x80,
             ins: 0xA8,
@@ -33,6 +35,7 @@ extension PaymentSession {
         var card = CardDataStore()
         try card.add(options.dataObjects, step: gpoStep)
         let oda = try await readRecords(options.applicationFileLocator, into: &card)
+        staticDataToAuthenticate = oda
         var offlineAuthenticationData = oda
         if card[0x9F4A] == [0x82] { offlineAuthenticationData += options.applicationInterchangeProfile }
 
@@ -40,9 +43,21 @@ extension PaymentSession {
         switch application.kernel {
         case .visa:
             onEvent(.cardReadCompleted, context)
-            result = try quickVSDC(card: card)
-        case .mastercard:
-            switch try await mChip(options: options, card: &card) {
+            result = authenticatedOffline(
+                try quickVSDC(card: card),
+                application: application,
+                card: card,
+                options: options
+            )
+        case .discover, .unionPay:
+            onEvent(.cardReadCompleted, context)
+            result = try cryptogramFromProcessingOptions(application, options: options, card: card)
+        case .mastercard, .americanExpress, .jcb:
+            let answer =
+                application.kernel == .mastercard
+                ? try await mChip(application, options: options, card: &card)
+                : try await cryptogramFromGenerateAC(application, options: options, card: &card)
+            switch answer {
             case .completed(let mChipResult):
                 onEvent(.cardReadCompleted, context)
                 result = mChipResult

@@ -5,7 +5,11 @@ extension PaymentSession {
     /// Kernel 2 after the records: CVM, then GENERATE AC for an ARQC with CDOL1.
     ///
     /// - Returns: the cryptogram type and CVM, or the status word GENERATE AC was answered with instead of `9000`.
-    mutating func mChip(options: ProcessingOptions, card: inout CardDataStore) async throws -> GenerateACResult {
+    mutating func mChip(
+        _ application: EMVApplication,
+        options: ProcessingOptions,
+        card: inout CardDataStore
+    ) async throws -> GenerateACResult {
         let step = Self.generateACStep
         guard let cdol1Bytes = card[0x8C] else { throw CardAnswer.failure(step, "card has no CDOL1 (8C)") }
         let cdol1: DataObjectList
@@ -54,20 +58,32 @@ extension PaymentSession {
         terminalData[0x95] = tvr
         terminalData[0x9F34] = cvmResults
 
-        try checkCancellation(before: step)
-        let values = card.values.merging(terminalData) { _, terminal in terminal }
         let answer: GenerateACResponse
-        switch try await generateApplicationCryptogram(.arqc, dol: cdol1, values: values) {
-        case .answered(let response): answer = response
+        let offlineAuthentication: OfflineAuthenticationResult
+        let onlineIfFailed: Bool
+        switch try await generateACWithCombinedAuthentication(
+            .arqc,
+            dol: cdol1,
+            application: application,
+            card: &card,
+            aip: options.applicationInterchangeProfile
+        ) {
+        case .answered(let response, let result, let online):
+            (answer, offlineAuthentication, onlineIfFailed) = (response, result, online)
         case .refused(let status): return .ended(status)
         }
         if answer.cryptogramType == .tc {
             throw CardAnswer.failure(step, "card returned a TC to a request for an ARQC (Book 3 §6.5.5.2: AAC or ARQC)")
         }
-        card.replace(0x9F27, [answer.cryptogramInformationData], step: step)
-        card.replace(0x9F36, answer.applicationTransactionCounter, step: step)
-        card.replace(0x9F26, answer.applicationCryptogram, step: step)
-        if !answer.issuerApplicationData.isEmpty { card.replace(0x9F10, answer.issuerApplicationData, step: step) }
-        return .completed(KernelResult(type: answer.cryptogramType, cvm: cvm))
+        // CDA that failed before GENERATE AC left an ARQC without CDA for the issuer to judge (TVR "CDA failed");
+        // CDA that failed on the answer leaves no trustworthy cryptogram: declined (Book 2 §6.6.2).
+        return .completed(
+            KernelResult(
+                type: answer.cryptogramType,
+                cvm: cvm,
+                offlineAuthentication: offlineAuthentication,
+                onlineIfOfflineAuthenticationFails: onlineIfFailed
+            )
+        )
     }
 }
