@@ -175,4 +175,62 @@ func testCertificationAuthorities() throws -> CertificationAuthorityKeys {
         #expect(throws: ProximaError.self) { try key.recover(key.modulus) }
         #expect(throws: ProximaError.self) { try key.recover([0x01]) }
     }
+
+    /// Hostile bytes: with a public exponent of 1 the bytes are the "recovered" data, so every check after the RSA
+    /// step sees them (as FuzzEMV does). Every input ends in a result or an ``OfflineAuthenticationFailure``.
+    @Test func recoveryIsTotalOnHostileBytes() throws {
+        var random = SplitMix64(seed: 0x0DA)
+        let identity = try RSA.PublicKey(modulus: [UInt8](repeating: 0xFF, count: 176), exponent: [0x01])
+        let authority = CertificationAuthorityKey(
+            rid: bytes("A000000003"),
+            index: 0xE1,
+            key: identity,
+            expiry: CivilTime(year: 2035, month: 12, day: 31)
+        )
+        var codes: [OfflineAuthenticationFailure.Code: Int] = [:]
+        for round in 0..<3000 {
+            // Mostly well-framed (6A … BC) so that the later checks are reached.
+            var data = (0..<176).map { _ in UInt8.random(in: 0...0xFE, using: &random) }
+            if round % 3 != 0 {
+                data[0] = 0x6A
+                data[1] = [0x02, 0x04, 0x05][round % 3]
+                data[175] = 0xBC
+            }
+            let length = round % 7 == 0 ? Int.random(in: 0...180, using: &random) : 176
+            let certificate = Array(data.prefix(length))
+            for attempt in 0..<3 {
+                do throws(OfflineAuthenticationFailure) {
+                    switch attempt {
+                    case 0:
+                        _ = try PublicKeyCertificate.issuerKey(
+                            certificate: certificate,
+                            remainder: [],
+                            exponent: [0x03],
+                            authority: authority,
+                            pan: bytes(ODAVectors.pan),
+                            today: Self.today
+                        )
+                    case 1:
+                        _ = try PublicKeyCertificate.iccKey(
+                            certificate: certificate,
+                            remainder: [1, 2],
+                            exponent: [0x03],
+                            issuerKey: identity,
+                            staticData: [],
+                            pan: bytes(ODAVectors.pan),
+                            today: Self.today
+                        )
+                    default:
+                        _ = try SignedDynamicData.verify(certificate, iccKey: identity, terminalDynamicData: [])
+                            .combinedFields
+                    }
+                } catch {
+                    codes[error.code, default: 0] += 1
+                }
+            }
+        }
+        // The hash never matches random data, so everything fails, for a reason of the expected kinds.
+        #expect(codes.values.reduce(0, +) == 9000)
+        #expect(Set(codes.keys).isSubset(of: [.invalidCertificate, .invalidSignature]))
+    }
 }
