@@ -8,6 +8,7 @@
 //
 // Run: swift run -c release ODABenchmark [reads-per-profile]
 
+import EMVCommon
 import Foundation
 import PaymentCapability
 import ProximaCardEmulator
@@ -93,3 +94,65 @@ for profile in ["pay-visa-fdda", "pay-unionpay-quics", "pay-mastercard-cda", "pa
         )
     )
 }
+
+// The terminal's ODA work alone, without the card: the issuer and ICC key recovery and the fDDA verification on the
+// data objects one read of pay-visa-fdda returned, against a whole read of pay-visa-qvsdc (no ODA, card included).
+let fddaCard = try CardProfiles.load(contentsOf: "\(configDirectory)/cards/pay-visa-fdda.json")
+let recorder = InProcessCardChannel(card: fddaCard, reader: "bench")
+_ = try await EMVPaymentCapability(
+    unpredictableNumbers: UnpredictableNumberSource { 0x1234_5678 },
+    certificationAuthorities: keys
+).run(transaction, on: recorder, context: context)
+var objects: [TLVTag: [UInt8]] = [:]
+var staticData: [UInt8] = []
+for (command, response) in zip(recorder.commands, recorder.responses) where command.count > 1 {
+    guard let decoded = try? TLV.decode(Array(response.dropLast(2))) else { continue }
+    func collect(_ tlv: TLV) {
+        if tlv.isConstructed { tlv.children.forEach(collect) } else { objects[tlv.tag] = tlv.value }
+    }
+    collect(decoded)
+    if command[1] == 0xB2, command[3] >> 3 == 1 { staticData += decoded.value }
+}
+staticData += objects[0x82] ?? []
+let authority = keys.key(rid: [0xA0, 0x00, 0x00, 0x00, 0x03], index: 0xE1)!
+let today = CivilTime(year: 2026, month: 3, day: 14)
+let terminalData = SignedDynamicData.fastDDATerminalData(
+    unpredictableNumber: [0x12, 0x34, 0x56, 0x78],
+    amountAuthorised: [0, 0, 0, 0, 0x29, 0x99],
+    currencyCode: [0x08, 0x40],
+    cardAuthenticationData: objects[0x9F69]
+)
+@MainActor func verifyOnce() throws {
+    let issuer = try PublicKeyCertificate.issuerKey(
+        certificate: objects[0x90] ?? [],
+        remainder: objects[0x92] ?? [],
+        exponent: objects[0x9F32] ?? [],
+        authority: authority,
+        pan: objects[0x5A] ?? [],
+        today: today
+    )
+    let icc = try PublicKeyCertificate.iccKey(
+        certificate: objects[0x9F46] ?? [],
+        remainder: objects[0x9F48] ?? [],
+        exponent: objects[0x9F47] ?? [],
+        issuerKey: issuer.key,
+        staticData: staticData,
+        pan: objects[0x5A] ?? [],
+        today: today
+    )
+    _ = try SignedDynamicData.verify(objects[0x9F4B] ?? [], iccKey: icc.key, terminalDynamicData: terminalData)
+}
+try verifyOnce()
+let plain = try await measure("pay-visa-qvsdc", keys: .none)
+let verifyStart = cpuNow()
+for _ in 0..<reads { try verifyOnce() }
+let verify = microseconds((cpuNow() - verifyStart) / reads)
+print(
+    String(
+        format: "terminal ODA alone (issuer + ICC recovery + fDDA): %.1f µs; a whole no-ODA read (pay-visa-qvsdc, card "
+            + "included): %.1f µs; ratio %.2f",
+        verify,
+        plain.total,
+        verify / plain.total
+    )
+)
