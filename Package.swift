@@ -33,6 +33,7 @@ let package = Package(
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
         .executable(name: "PaymentBenchmark", targets: ["PaymentBenchmark"]),
+        .executable(name: "ODABenchmark", targets: ["ODABenchmark"]),
         .executable(name: "ExternalBenchmark", targets: ["ExternalBenchmark"]),
         .executable(name: "LibNFCBenchmark", targets: ["LibNFCBenchmark"]),
         .executable(name: "CCIDBenchmark", targets: ["CCIDBenchmark"]),
@@ -242,6 +243,12 @@ let package = Package(
                 "SimulatorTransport", "ProximaCrypto", "ProximaProcessorSandbox", "EMVCommon",
             ],
             path: "Benchmarks/PaymentBenchmark",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "ODABenchmark",
+            dependencies: ["PaymentCapability", "ProximaCardEmulator", "ProximaCore"],
+            path: "Benchmarks/ODABenchmark",
             swiftSettings: strict
         ),
 

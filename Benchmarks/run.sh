@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One product per build: given several --product flags, SwiftPM builds only the last.
-for product in SchedulerBenchmark ExchangeBenchmark PaymentBenchmark LoyaltyBenchmark MDLBenchmark PCSCBenchmark ExternalBenchmark RemoteBenchmark LibNFCBenchmark CCIDBenchmark proxima; do
+for product in SchedulerBenchmark ExchangeBenchmark PaymentBenchmark ODABenchmark LoyaltyBenchmark MDLBenchmark PCSCBenchmark ExternalBenchmark RemoteBenchmark LibNFCBenchmark CCIDBenchmark proxima; do
     swift build -c release --product "$product" 2>&1 | grep -v 'prohibited flag' | tail -n 1
 done
 echo "== Scheduler: lease + release cycles, 64 readers, 16 lanes, 1,000 requesters"
@@ -15,6 +15,9 @@ echo "== Kernel overhead per APDU exchange on the simulator, air time off"
 echo
 echo "== Payment reads on the simulator, air time off: CPU per read per card profile, share of air time"
 .build/release/PaymentBenchmark
+echo
+echo "== Offline data authentication (fDDA, CDA): terminal CPU per read with ODA against the same reads without"
+.build/release/ODABenchmark
 echo
 echo "== External transport: per-APDU overhead of a driver process against the same card in-process"
 .build/release/ExternalBenchmark

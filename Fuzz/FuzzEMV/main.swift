@@ -26,6 +26,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     for code in ["USD", "JPY", "KWD"] {
         _ = try? ISO4217Currency(alphabeticCode: code)?.minorUnits(parsing: String(decoding: bytes, as: UTF8.self))
     }
+    fuzzCertificateRecovery(bytes)
 
     let channel = FuzzedChannel(answers: bytes)
     runToCompletion {
@@ -52,4 +53,45 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         guard channel.sent.count <= 200 else { fatalError("sent \(channel.sent.count) APDUs") }
     }
     return 0
+}
+
+/// The ODA parsers of outside bytes: certificate and signature recovery, with a public exponent of 1 so that the
+/// fuzzer's bytes are the "recovered" data itself (every check after the RSA step sees them), and the CA key file.
+func fuzzCertificateRecovery(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    let size = 64 + Int(first) % 185
+    guard let identity = try? RSA.PublicKey(modulus: [UInt8](repeating: 0xFF, count: size), exponent: [0x01]) else {
+        fatalError("identity key refused")
+    }
+    let certificate = Array(bytes.dropFirst().prefix(size))
+    let rest = Array(bytes.dropFirst(1 + size))
+    let authority = CertificationAuthorityKey(
+        rid: [0xA0, 0x00, 0x00, 0x00, 0x03],
+        index: 0xE1,
+        key: identity,
+        expiry: CivilTime(year: 2035, month: 12, day: 31)
+    )
+    let today = CivilTime(year: 2026, month: 3, day: 14)
+    let pan: [UInt8] = [0x47, 0x61, 0x73, 0x90, 0x01, 0x01, 0x01, 0x19]
+    _ = try? PublicKeyCertificate.issuerKey(
+        certificate: certificate,
+        remainder: Array(rest.prefix(40)),
+        exponent: [0x03],
+        authority: authority,
+        pan: pan,
+        today: today
+    )
+    _ = try? PublicKeyCertificate.iccKey(
+        certificate: certificate,
+        remainder: Array(rest.prefix(40)),
+        exponent: [0x03],
+        issuerKey: identity,
+        staticData: rest,
+        pan: pan,
+        today: today
+    )
+    if let recovered = try? SignedDynamicData.verify(certificate, iccKey: identity, terminalDynamicData: rest) {
+        _ = recovered.combinedFields
+    }
+    if let json = try? JSONValue.parse(bytes) { _ = try? CertificationAuthorityKeys(json: json) }
 }

@@ -130,6 +130,9 @@ public struct EMVCard: VirtualCard {
         public var records: [Record]
         /// The ATC before the first transaction; each GET PROCESSING OPTIONS adds 1.
         public var initialTransactionCounter: UInt16
+        /// Offline data authentication: fDDA in the qVSDC GPO answer, CDA in GENERATE AC when asked
+        /// (`EMVCardAuthentication.swift`); `nil`: the card signs nothing.
+        package var authentication: CardAuthentication?
 
         public init(
             identifier: [UInt8],
@@ -214,6 +217,8 @@ public struct EMVCard: VirtualCard {
     private var selected: Int?
     private var processingOptionsDone = false
     private var cryptogramDone = false
+    /// The PDOL-related data of this transaction's GPO (CDA hashes it).
+    private var processingOptionsData: [UInt8] = []
 
     public init(
         name: String,
@@ -287,6 +292,7 @@ public struct EMVCard: VirtualCard {
         selected = nil
         processingOptionsDone = false
         cryptogramDone = false
+        processingOptionsData = []
         if apdu.data == Self.ppseName {
             let entries = applications.map { application in
                 var objects = [
@@ -341,6 +347,7 @@ public struct EMVCard: VirtualCard {
             let atc = counters.increment(application.identifier, initial: application.initialTransactionCounter)
         else { return Status.conditionsNotSatisfied }
         processingOptionsDone = true
+        processingOptionsData = template.value
         let afl = application.applicationFileLocator
         if application.processingOptionsFormat == 1 {
             return TLV(tag: 0x80, value: application.applicationInterchangeProfile + afl).bytes + Status.success
@@ -365,6 +372,19 @@ public struct EMVCard: VirtualCard {
                 TLV(tag: 0x9F10, value: application.issuerApplicationData),
             ]
             if let ctq = application.cardTransactionQualifiers { objects.append(TLV(tag: 0x9F6C, value: ctq)) }
+            if let authentication = application.authentication {
+                // fDDA: ICC Dynamic Data = ICC Dynamic Number (the ATC, 2 bytes) with its length.
+                guard
+                    let signature = authentication.signedDynamicData(
+                        iccDynamicData: [0x02, UInt8(atc >> 8), UInt8(truncatingIfNeeded: atc)],
+                        terminalDynamicData: authentication.fastDDATerminalData(
+                            pdolData: template.value,
+                            pdol: application.processingOptionsDOL
+                        )
+                    )
+                else { return Status.noPreciseDiagnosis }
+                objects.append(TLV(tag: 0x9F4B, value: signature))
+            }
         }
         objects += application.processingOptionsObjects
         return TLV(tag: 0x77, children: objects).bytes + Status.success
@@ -408,6 +428,16 @@ public struct EMVCard: VirtualCard {
             )
         else { return Status.noPreciseDiagnosis }
         cryptogramDone = true
+        if apdu.p1 & 0x10 != 0, decision != .aac, let authentication = application.authentication {
+            return combinedAuthenticationAnswer(
+                authentication,
+                cid: cid,
+                atc: atc,
+                cryptogram: cryptogram,
+                application: application,
+                cdol1Data: apdu.data
+            )
+        }
         let answer = TLV(
             tag: 0x77,
             children: [
@@ -418,6 +448,35 @@ public struct EMVCard: VirtualCard {
             ]
         )
         return answer.bytes + Status.success
+    }
+}
+
+extension EMVCard {
+    /// A CDA answer (EMV Book 2 §6.6.1): `77` with CID, ATC, `9F4B` and IAD; the cryptogram only inside `9F4B`,
+    /// whose Transaction Data Hash Code covers the PDOL data, the CDOL1 data and the other objects of the answer.
+    private func combinedAuthenticationAnswer(
+        _ authentication: CardAuthentication,
+        cid: UInt8,
+        atc: UInt16,
+        cryptogram: [UInt8],
+        application: Application,
+        cdol1Data: [UInt8]
+    ) -> [UInt8] {
+        let before = [
+            TLV(tag: 0x9F27, value: [cid]),
+            TLV(tag: 0x9F36, value: [UInt8(atc >> 8), UInt8(truncatingIfNeeded: atc)]),
+        ]
+        let after = [TLV(tag: 0x9F10, value: application.issuerApplicationData)]
+        let unpredictableNumber =
+            CardAuthentication.values(of: [0x9F37], in: cdol1Data, dol: application.cdol1)[0x9F37] ?? []
+        guard
+            let hash = try? SHA1.hash(processingOptionsData + cdol1Data + (before + after).flatMap(\.bytes)),
+            let signature = authentication.signedDynamicData(
+                iccDynamicData: [0x02, UInt8(atc >> 8), UInt8(truncatingIfNeeded: atc), cid] + cryptogram + hash,
+                terminalDynamicData: unpredictableNumber
+            )
+        else { return Status.noPreciseDiagnosis }
+        return TLV(tag: 0x77, children: before + [TLV(tag: 0x9F4B, value: signature)] + after).bytes + Status.success
     }
 }
 

@@ -7,16 +7,16 @@ extension EMVCard {
     public static let qvsdcProfileKind = CardProfileKind(
         name: "emv-qvsdc",
         summary: "EMV contactless payment card, Visa-style qVSDC (cryptogram in the GPO answer); test data only"
-    ) { json, _ in
-        try EMVCard(profile: json, defaultKernel: .qvsdc)
+    ) { json, source in
+        try EMVCard(profile: json, defaultKernel: .qvsdc, source: source)
     }
 
     /// The `emv-mchip` profile kind: applications default to Mastercard-style M/Chip.
     public static let mchipProfileKind = CardProfileKind(
         name: "emv-mchip",
         summary: "EMV contactless payment card, Mastercard-style M/Chip (GENERATE AC); test data only"
-    ) { json, _ in
-        try EMVCard(profile: json, defaultKernel: .mchip)
+    ) { json, source in
+        try EMVCard(profile: json, defaultKernel: .mchip, source: source)
     }
 
     /// Reads an `emv-qvsdc` or `emv-mchip` profile:
@@ -48,7 +48,7 @@ extension EMVCard {
     /// run of consecutive records; the AFL is derived from the records.
     ///
     /// - Throws: `ProximaError.malformedData` naming the JSON path.
-    init(profile json: JSONValue, defaultKernel: Kernel) throws {
+    init(profile json: JSONValue, defaultKernel: Kernel, source: String = "") throws {
         var object = try StrictObject(json, at: "", errorCode: .malformedData)
         _ = object.value("profile")
         let name = try object.string("name")
@@ -59,7 +59,7 @@ extension EMVCard {
         let ats = try CardProfiles.optionalHex(&object, "ats", count: 0...254) ?? []
         let key = try CardProfiles.hex(&object, "issuerTestKey", count: 16...64)
         let applications = try object.array("applications") { element, path in
-            try Self.application(element, at: path, defaultKernel: defaultKernel)
+            try Self.application(element, at: path, defaultKernel: defaultKernel, source: source)
         }
         guard !applications.isEmpty else { throw object.fail("applications", "expected at least one application") }
         try object.finish()
@@ -74,7 +74,9 @@ extension EMVCard {
         )
     }
 
-    private static func application(_ json: JSONValue, at path: String, defaultKernel: Kernel) throws -> Application {
+    private static func application(_ json: JSONValue, at path: String, defaultKernel: Kernel, source: String) throws
+        -> Application
+    {
         var object = try StrictObject(json, at: path, errorCode: .malformedData)
         let aid = try CardProfiles.hex(&object, "aid", count: 5...16)
         let label = try object.optionalString("label") ?? ""
@@ -141,6 +143,10 @@ extension EMVCard {
                 values[tag] = try CardProfiles.decodeHex(value, in: dataObject, at: keyPath, count: 0...252)
             }
         }
+        let oda = try object.value("oda").map { odaJSON in
+            try ProfileAuthentication(odaJSON, at: object.path(of: "oda"), aid: aid, source: source)
+        }
+        if let oda { values.merge(oda.knownValues) { _, new in new } }
         let decoder = object
         func lookup(_ element: JSONValue, _ elementPath: String) throws -> TLV {
             let text = try decoder.decodeString(element, at: elementPath)
@@ -156,28 +162,63 @@ extension EMVCard {
             return TLV(tag: tag, value: value)
         }
         let gpoObjects = try object.optionalArray("gpoTags", lookup) ?? []
-        let records = try object.array("records") { element, recordPath in
+        // Records flagged for ODA are built first: the ICC certificate signs them, and the other records carry it.
+        let pending = try object.array("records") { element, recordPath in
             var record = try StrictObject(element, at: recordPath, errorCode: .malformedData)
             let sfi = UInt8(try record.integer("sfi", in: 1...30))
             let number = UInt8(try record.integer("record", in: 1...255))
-            let oda = try record.bool("oda", default: false)
-            let content: [UInt8]
-            if let raw = try CardProfiles.optionalHex(&record, "raw", count: 1...254) {
-                guard !record.has("tags") else { throw record.fail("tags", "give either \"tags\" or \"raw\"") }
-                content = raw
-            } else {
-                let objects = try record.array("tags", lookup)
+            let flagged = try record.bool("oda", default: false)
+            let raw = try CardProfiles.optionalHex(&record, "raw", count: 1...254)
+            if raw != nil, record.has("tags") { throw record.fail("tags", "give either \"tags\" or \"raw\"") }
+            let tags: [(JSONValue, String)] = raw != nil ? [] : try record.array("tags") { ($0, $1) }
+            try record.finish()
+            return (sfi: sfi, number: number, oda: flagged, raw: raw, tags: tags, path: recordPath)
+        }
+        func build(
+            _ entry: (sfi: UInt8, number: UInt8, oda: Bool, raw: [UInt8]?, tags: [(JSONValue, String)], path: String)
+        )
+            throws -> Record
+        {
+            var content = entry.raw ?? []
+            if entry.raw == nil {
+                let objects = try entry.tags.map { try lookup($0.0, $0.1) }
                 content = TLV(tag: 0x70, children: objects).bytes
                 guard content.count <= 254 else {
-                    throw record.fail("tags", "the record template has \(content.count) bytes; at most 254 fit")
+                    throw ProximaError(
+                        .malformedData,
+                        "\(entry.path).tags: the record template has \(content.count) bytes; at most 254 fit"
+                    )
                 }
             }
-            try record.finish()
-            return Record(shortFileIdentifier: sfi, number: number, offlineAuthentication: oda, content: content)
+            return Record(
+                shortFileIdentifier: entry.sfi,
+                number: entry.number,
+                offlineAuthentication: entry.oda,
+                content: content
+            )
         }
+        var built: [Int: Record] = [:]
+        for (offset, entry) in pending.enumerated() where entry.oda { built[offset] = try build(entry) }
+        if let oda {
+            let signed = built.values.sorted {
+                ($0.shortFileIdentifier, $0.number) < ($1.shortFileIdentifier, $1.number)
+            }
+            var staticData = signed.flatMap { record -> [UInt8] in
+                guard record.shortFileIdentifier <= 10, let template = try? TLV.decode(record.content) else {
+                    return record.content
+                }
+                return template.value
+            }
+            if oda.signsApplicationInterchangeProfile { staticData += aip }
+            values.merge(try oda.certificates(pan: pan, staticData: staticData, at: object.path(of: "oda"))) { _, new in
+                new
+            }
+        }
+        for (offset, entry) in pending.enumerated() where !entry.oda { built[offset] = try build(entry) }
+        let records = pending.indices.compactMap { built[$0] }
         try checkRecords(records, in: object)
         try object.finish()
-        return Application(
+        var application = Application(
             identifier: aid,
             label: label,
             priority: priority,
@@ -196,6 +237,8 @@ extension EMVCard {
             records: records,
             initialTransactionCounter: counter
         )
+        application.authentication = oda?.card
+        return application
     }
 
     /// Records are unique by SFI and number, and within each run of consecutive records those flagged for

@@ -24,9 +24,10 @@ import Testing
 
     @Test func unsupportedKernelIsCardNotSupported() async throws {
         let channel = ScriptedChannel()
-        channel.expect(selectPPSE, respond: ppseAnswer([("A000000025010801", "TEST AMEX", 1, nil)]))
+        // Interac has no default kernel here, and the card asks for none: nothing the terminal can run.
+        channel.expect(selectPPSE, respond: ppseAnswer([("A0000002771010", "TEST INTERAC", 1, "01")]))
         let outcome = try await capability(Recorder()).run(purchase(), on: channel, context: tapContext)
-        try channel.finish()  // no SELECT of the AID: nothing the terminal can run
+        try channel.finish()  // no SELECT of the AID
         #expect(outcome.status == .endApplication)
         #expect(outcome.isCardNotSupported)
         guard case .noSupportedApplication(let unsupported, let tried) = outcome.reason else {
@@ -48,18 +49,18 @@ import Testing
 
     @Test func unsupportedApplicationsAreSkippedForSupportedOnes() async throws {
         var card = try loadEMVCard("pay-visa-qvsdc.json")
-        // A JCB application with higher priority than the Visa one: never selected.
+        // An Interac application (no kernel here) with higher priority than the Visa one: never selected.
         var jcb = card.applications[0]
-        jcb.identifier = bytes("A0000000651010")
-        jcb.label = "TEST JCB"
+        jcb.identifier = bytes("A0000002771010")
+        jcb.label = "TEST INTERAC"
         jcb.priority = 1
-        jcb.kernelIdentifier = [0x05]
+        jcb.kernelIdentifier = [0x01]
         card.applications[0].priority = 2
         card.applications.insert(jcb, at: 0)
         let hosted = hostedChannel(card)
         let outcome = try await capability(Recorder()).run(purchase(), on: hosted, context: tapContext)
         #expect(outcome.selectedApplicationIdentifier == visaAID)
-        #expect(hosted.commands.map(\.hexString).contains(selectCommand("A0000000651010")) == false)
+        #expect(hosted.commands.map(\.hexString).contains(selectCommand("A0000002771010")) == false)
     }
 
     @Test func requestedKernelMustMatchTheTerminals() async throws {
@@ -262,8 +263,10 @@ import Testing
         channel.expect("80A800000683042680400000", respond: (gpoAnswer + [0x90, 0x00]).hexString)
         let outcome = try await capability(Recorder()).run(purchase(), on: channel, context: tapContext)
         try channel.finish()
-        // IAD byte 5 = 90: bits 6-5 = 01, a TC.
-        #expect(outcome.status == .approved)
+        // IAD byte 5 = 90: bits 6-5 = 01, a TC; without fDDA (no CA keys, no certificates) never approved.
+        #expect(outcome.cryptogramType == .tc)
+        #expect(outcome.status == .declined)
+        #expect(outcome.reason.description.hasPrefix("offline data authentication failed"))
         #expect(outcome.lastFourDigits == "0119")
         #expect(outcome.expiry == CardExpiry(year: 2028, month: 12))
     }

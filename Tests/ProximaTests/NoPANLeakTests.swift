@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func nothingThePaymentAPIRendersCarriesAPAN() async throws {
-        #expect(Package.testPANs.count == 5)
+        #expect(Package.testPANs.count == 9)
         let log = Log()
         for profile in Package.paymentProfiles {
             for options in [PaymentCardReader.Options(), PaymentCardReader.Options(includeErrorInReadResult: true)] {

@@ -22,6 +22,9 @@ import Testing
         var pan: String?
         var pinRequired = false
         var events: [String]
+        /// The envelope's outcome and the cryptogram type (`9F27`) it carries.
+        var envelopeOutcome = "onlineRequest"
+        var cid: UInt8 = 0x80
         var testDescription: String { file }
     }
 
@@ -89,6 +92,97 @@ import Testing
             events: ["readyForTap", "cardDetected", "readNotCompleted"]
         ),
         Expectation(
+            file: "pay-amex-expresspay.json",
+            outcome: .success,
+            brand: "American Express",
+            lastFour: "0126",
+            expiry: "11/29",
+            aid: "A00000002501",
+            pan: "374245455400126F",
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
+        ),
+        Expectation(
+            file: "pay-jcb-jspeedy.json",
+            outcome: .success,
+            brand: "JCB",
+            lastFour: "0505",
+            expiry: "11/29",
+            aid: "A0000000651010",
+            pan: "3566002020360505",
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
+        ),
+        Expectation(
+            file: "pay-discover-dpas.json",
+            outcome: .success,
+            brand: "Discover",
+            lastFour: "9424",
+            expiry: "12/28",
+            aid: "A0000001523010",
+            pan: "6011000990139424",
+            pinRequired: true,
+            events: ["readyForTap", "cardDetected", "removeCard", "pinEntryRequested", "readCompleted"]
+        ),
+        Expectation(
+            file: "pay-unionpay-quics.json",
+            outcome: .success,
+            brand: "UnionPay",
+            lastFour: "8599",
+            expiry: "12/28",
+            aid: "A000000333010102",
+            pan: "6250941006528599",
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"],
+            envelopeOutcome: "approved",
+            cid: 0x40
+        ),
+        Expectation(
+            file: "pay-visa-fdda.json",
+            outcome: .success,
+            brand: "Visa",
+            lastFour: "0119",
+            expiry: "12/28",
+            aid: "A0000000031010",
+            pan: "4761739001010119",
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"],
+            envelopeOutcome: "approved",
+            cid: 0x40
+        ),
+        Expectation(
+            file: "pay-visa-fdda-expired.json",
+            outcome: .success,
+            brand: "Visa",
+            lastFour: "0119",
+            expiry: "12/28",
+            aid: "A0000000031010",
+            pan: "4761739001010119",
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"],
+            cid: 0x40
+        ),
+        Expectation(
+            file: "pay-mastercard-cda.json",
+            outcome: .success,
+            brand: "Mastercard",
+            lastFour: "0012",
+            expiry: "11/29",
+            aid: "A0000000041010",
+            pan: "5413330089010012",
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
+        ),
+        Expectation(
+            file: "pay-visa-fdda-bad-signature.json",
+            error: .paymentCardDeclined,
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
+        ),
+        Expectation(
+            file: "pay-visa-fdda-unknown-ca.json",
+            error: .paymentCardDeclined,
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
+        ),
+        Expectation(
+            file: "pay-mastercard-cda-bad-signature.json",
+            error: .paymentCardDeclined,
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
+        ),
+        Expectation(
             file: "pay-malformed-record.json",
             error: .cardReadFailed,
             events: ["readyForTap", "cardDetected", "readNotCompleted"]
@@ -154,20 +248,21 @@ import Testing
             #expect(contents.readerIdentifier == PaymentHarness.readerIdentifier)
             #expect(contents.lane == "lane-1")
             #expect(contents.device == "r1")
-            #expect(contents.outcome == "onlineRequest")
+            #expect(contents.outcome == expected.envelopeOutcome)
             #expect(contents.cardholderVerification == (expected.pinRequired ? "onlinePIN" : "noCVM"))
             #expect(contents.readAt >= start)
             #expect(contents.expiresAt == contents.readAt.addingTimeInterval(60))
             #expect(result.paymentCardDataExpiresAt.timeIntervalSince(contents.expiresAt).magnitude < 1)
             #expect(contents[0x5A]?.hexString == expected.pan)
-            #expect(contents[0x57]?.hexString.hasPrefix(try #require(expected.pan) + "D") == true)
+            let panDigits = String(try #require(expected.pan).prefix { $0 != "F" })
+            #expect(contents[0x57]?.hexString.hasPrefix(panDigits + "D") == true)
             #expect(contents[0x84]?.hexString == expected.aid)
             #expect(contents[0x9F02] == [0x00, 0x00, 0x00, 0x00, 0x29, 0x99])
             #expect(contents[0x5F2A] == [0x08, 0x40])
             #expect(contents[0x9F1A] == [0x08, 0x40])
             #expect(contents[0x9C] == [0x00])
             #expect(contents[0x5F36] == [0x02])
-            #expect(contents[0x9F27] == [0x80])
+            #expect(contents[0x9F27] == [expected.cid])
             #expect(contents[0x9F26]?.count == 8)
             #expect(contents[0x9F37]?.count == 4)
             #expect(contents[0x9F36]?.count == 2)

@@ -77,17 +77,17 @@ public struct EMVKernel: Hashable, Sendable, CustomStringConvertible {
     public static let mastercard = EMVKernel(identifier: [0x02])
     /// Kernel 3, Visa qVSDC (EMV Book C-3). Implemented.
     public static let visa = EMVKernel(identifier: [0x03])
-    /// Kernel 4, American Express; not implemented.
+    /// Kernel 4, American Express (EMV Book C-4). Implemented.
     public static let americanExpress = EMVKernel(identifier: [0x04])
-    /// Kernel 5, JCB; not implemented.
+    /// Kernel 5, JCB (EMV Book C-5). Implemented.
     public static let jcb = EMVKernel(identifier: [0x05])
-    /// Kernel 6, Discover; not implemented.
+    /// Kernel 6, Discover (EMV Book C-6). Implemented.
     public static let discover = EMVKernel(identifier: [0x06])
-    /// Kernel 7, UnionPay; not implemented.
+    /// Kernel 7, UnionPay (EMV Book C-7). Implemented.
     public static let unionPay = EMVKernel(identifier: [0x07])
 
     /// The kernels this capability runs.
-    public static let implemented: Set<EMVKernel> = [.mastercard, .visa]
+    public static let implemented: Set<EMVKernel> = [.mastercard, .visa, .americanExpress, .jcb, .discover, .unionPay]
 
     public var description: String {
         switch self {

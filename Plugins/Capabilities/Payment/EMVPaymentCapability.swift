@@ -53,6 +53,9 @@ package struct EMVPaymentCapability: Capability {
     package var unpredictableNumbers: UnpredictableNumberSource
     /// Called during a read; must return quickly (it runs between two APDUs).
     package var onEvent: @Sendable (EMVPaymentEvent, TapContext) -> Void
+    /// The CA public keys for offline data authentication (fDDA, CDA); with none, an offline approval is never
+    /// reported approved.
+    package var certificationAuthorities: CertificationAuthorityKeys
 
     /// The most READ RECORD commands one transaction sends; a card whose AFL asks for more is refused.
     package static let maximumRecordCount = 64
@@ -60,10 +63,12 @@ package struct EMVPaymentCapability: Capability {
     package init(
         settings: TerminalSettings = TerminalSettings(),
         unpredictableNumbers: UnpredictableNumberSource = .system,
+        certificationAuthorities: CertificationAuthorityKeys = .none,
         onEvent: @escaping @Sendable (EMVPaymentEvent, TapContext) -> Void = { _, _ in }
     ) {
         self.settings = settings
         self.unpredictableNumbers = unpredictableNumbers
+        self.certificationAuthorities = certificationAuthorities
         self.onEvent = onEvent
     }
 
@@ -90,6 +95,7 @@ package struct EMVPaymentCapability: Capability {
                 transaction: request,
                 settings: settings,
                 unpredictableNumber: unpredictableNumbers.next(),
+                certificationAuthorities: certificationAuthorities,
                 channel: channel,
                 context: context,
                 onEvent: onEvent
@@ -113,6 +119,11 @@ struct PaymentSession {
     var attempts: [EMVOutcome.CandidateAttempt] = []
     /// The candidate the kernel runs, once final selection chose one.
     var selected: Candidate?
+    let certificationAuthorities: CertificationAuthorityKeys
+    /// The PDOL-related data sent in GET PROCESSING OPTIONS (CDA hashes it).
+    var processingOptionsData: [UInt8] = []
+    /// The records flagged for offline data authentication (Book 3 §10.3), without the AIP.
+    var staticDataToAuthenticate: [UInt8] = []
 
     static let transceiveOptions = TransceiveOptions(maximumResponseLength: 4096, maximumGetResponseCount: 16)
     static let processingOptionsStep = "GET PROCESSING OPTIONS"
@@ -122,12 +133,14 @@ struct PaymentSession {
         transaction: EMVTransaction,
         settings: TerminalSettings,
         unpredictableNumber: [UInt8],
+        certificationAuthorities: CertificationAuthorityKeys = .none,
         channel: any CardChannel,
         context: TapContext,
         onEvent: @escaping @Sendable (EMVPaymentEvent, TapContext) -> Void
     ) throws {
         self.transaction = transaction
         self.settings = settings
+        self.certificationAuthorities = certificationAuthorities
         self.channel = channel
         self.context = context
         self.onEvent = onEvent

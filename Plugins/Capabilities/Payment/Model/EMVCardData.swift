@@ -33,10 +33,12 @@ package struct EMVCardData: Hashable, Sendable, CustomStringConvertible, CustomD
 
     /// The tags collected for the processor, in the order of ``encoded``: `57`, `5A`, `5F24`, `5F34`, `9F26`,
     /// `9F27`, `9F10`, `9F36`, `9F37`, `82`, `84`, `95`, `9A`, `9C`, `9F02`, `5F2A`, `9F1A`, `9F33`, `9F34`,
-    /// `9F6E`, `9F7C`, then `9F03`, `9F21`, `9F35`, `9F40`, `9F66`, `9F6C`, `5F36`.
+    /// `9F6E`, `9F7C`, then `9F03`, `9F21`, `9F35`, `9F40`, `9F66`, `9F6C`, `5F36`, and `9F71` (D-PAS Card
+    /// Processing Requirements).
     package static let processorTags: [TLVTag] = [
         0x57, 0x5A, 0x5F24, 0x5F34, 0x9F26, 0x9F27, 0x9F10, 0x9F36, 0x9F37, 0x82, 0x84, 0x95, 0x9A, 0x9C, 0x9F02,
         0x5F2A, 0x9F1A, 0x9F33, 0x9F34, 0x9F6E, 0x9F7C, 0x9F03, 0x9F21, 0x9F35, 0x9F40, 0x9F66, 0x9F6C, 0x5F36,
+        0x9F71,
     ]
 
     /// The data objects as BER-TLV, in ``processorTags`` order: what an authorisation message's field 55 carries.

@@ -109,6 +109,10 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
         case magStripeModeNotSupported(aip: [UInt8])
         /// The card answered `step` with a status word that ends the transaction.
         case cardStatus(step: String, status: StatusWord)
+        /// Offline data authentication (fDDA or CDA, EMV Book 2 §6) failed or was not possible, so the card's
+        /// cryptogram was not accepted as it stood: declined, or sent online where the kernel allows it. The text
+        /// names the check (``OfflineAuthenticationFailure``), never card data.
+        case offlineDataAuthenticationFailed(String)
 
         package var description: String {
             switch self {
@@ -125,6 +129,7 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
                 "mag-stripe mode not supported: the card (AIP \(aip.hexString)) offers only mag-stripe mode, which "
                     + "this terminal does not run; insert the card or use another one"
             case .cardStatus(let step, let status): "\(step): card answered \(status)"
+            case .offlineDataAuthenticationFailed(let problem): "offline data authentication failed: \(problem)"
             }
         }
     }
@@ -197,7 +202,7 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
     package var isCardNotSupported: Bool {
         switch reason {
         case .noPaymentDirectory, .noSupportedApplication, .magStripeModeNotSupported, .contactlessNotAllowed: true
-        case .cryptogram, .cardStatus: false
+        case .cryptogram, .cardStatus, .offlineDataAuthenticationFailed: false
         }
     }
 

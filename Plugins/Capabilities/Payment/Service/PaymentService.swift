@@ -190,7 +190,8 @@ package struct PaymentService: Sendable {
         )
         let capability = EMVPaymentCapability(
             settings: settings.terminal,
-            unpredictableNumbers: unpredictableNumbers
+            unpredictableNumbers: unpredictableNumbers,
+            certificationAuthorities: settings.certificationAuthorities
         ) { event, _ in events.capability(event) }
         let sealing = Sealing(
             settings: settings,

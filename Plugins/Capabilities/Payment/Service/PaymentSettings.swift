@@ -77,6 +77,10 @@ package struct PaymentSettings: Sendable {
     /// The reader's private key file (`readerKey`), absolute; `nil`: `<dataDirectory>/reader-key.pem`, created on
     /// first use (``ReaderKeyStore``).
     package var readerKeyPath: String?
+    /// CA public keys for offline data authentication: the `caPublicKeys` file, else
+    /// `keys/ca-public-keys-test.json` next to the manifest when that exists (the TEST keys of the virtual cards), else
+    /// none (then no offline approval is ever reported: ODA cannot succeed).
+    package var certificationAuthorities: CertificationAuthorityKeys = .none
 
     /// Every `aud` value a token may carry to be accepted here: ``readerIdentifier`` first, then
     /// ``allowedAudiences``.
@@ -150,6 +154,10 @@ package struct PaymentSettings: Sendable {
         readerKeyPath = try object.optionalString("readerKey").map {
             PathResolution.resolve($0, against: baseDirectory)
         }
+        certificationAuthorities =
+            try terminal.caPublicKeysPath.map {
+                try CertificationAuthorityKeys(contentsOf: $0, jsonPath: object.path(of: "caPublicKeys"))
+            } ?? CertificationAuthorityKeys.defaultKeys(baseDirectory: baseDirectory)
         try object.finish()
     }
 

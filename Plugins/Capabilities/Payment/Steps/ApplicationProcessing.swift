@@ -16,7 +16,9 @@ extension PaymentSession {
         selected = candidate
         terminalData[0x9F66] = candidate.indicators.terminalTransactionQualifiers
         try checkCancellation(before: gpoStep)
+        addKernelTerminalData(for: application.kernel)
         let pdolData = fci.processingOptionsDOL?.fill(with: terminalData) ?? []
+        processingOptionsData = pdolData
         let gpo = try CommandAPDU(
             cla: 0x80,
             ins: 0xA8,
@@ -45,6 +47,7 @@ extension PaymentSession {
         var card = CardDataStore()
         try card.add(options.dataObjects, step: gpoStep)
         let oda = try await readRecords(options.applicationFileLocator, into: &card)
+        staticDataToAuthenticate = oda
         var offlineAuthenticationData = oda
         if card[0x9F4A] == [0x82] { offlineAuthenticationData += options.applicationInterchangeProfile }
 

@@ -42,7 +42,7 @@ package struct GenerateACResponse: Hashable, Sendable {
     package var cryptogramType: CryptogramType
     /// Application Transaction Counter (`9F36`, 2 bytes).
     package var applicationTransactionCounter: [UInt8]
-    /// Application Cryptogram (`9F26`, 8 bytes).
+    /// Application Cryptogram (`9F26`, 8 bytes); empty when a CDA answer carries it only inside `9F4B`.
     package var applicationCryptogram: [UInt8]
     /// Issuer Application Data (`9F10`, up to 32 bytes); empty when absent.
     package var issuerApplicationData: [UInt8]
@@ -81,7 +81,11 @@ package struct GenerateACResponse: Hashable, Sendable {
             }
             cid = try value(0x9F27, "Cryptogram Information Data")
             atc = try value(0x9F36, "ATC")
-            cryptogram = try value(0x9F26, "Application Cryptogram")
+            // CDA (EMV Book 2 §6.6.1): the cryptogram may travel only inside the Signed Dynamic Application Data.
+            let signed = primitives.contains { $0.tag == 0x9F4B }
+            cryptogram =
+                signed
+                ? primitives.first { $0.tag == 0x9F26 }?.value ?? [] : try value(0x9F26, "Application Cryptogram")
             iad = primitives.first { $0.tag == 0x9F10 }?.value ?? []
             dataObjects = primitives
         }
@@ -89,7 +93,7 @@ package struct GenerateACResponse: Hashable, Sendable {
             throw CardAnswer.failure(step, "CID (9F27) \(cid.hexString) names no cryptogram type")
         }
         guard atc.count == 2 else { throw CardAnswer.failure(step, "ATC (9F36) has \(atc.count) bytes, expected 2") }
-        guard cryptogram.count == 8 else {
+        guard cryptogram.count == 8 || (cryptogram.isEmpty && template.tag == 0x77) else {
             throw CardAnswer.failure(step, "Application Cryptogram (9F26) has \(cryptogram.count) bytes, expected 8")
         }
         guard iad.count <= 32 else {
@@ -112,16 +116,17 @@ extension PaymentSession {
     }
 
     /// GENERATE AC `80 AE P1 00 Lc data 00` asking for `type`, with `dol` (CDOL1) filled from `values` (EMV Book 3
-    /// §6.5.5, §9.3). No CDA is requested.
+    /// §6.5.5, §9.3), with P1 bit 5 "CDA signature requested" when `combinedAuthentication` (Table 12).
     func generateApplicationCryptogram(
         _ type: CryptogramType,
         dol: DataObjectList,
-        values: [TLVTag: [UInt8]]
+        values: [TLVTag: [UInt8]],
+        combinedAuthentication: Bool = false
     ) async throws -> GenerateACAnswer {
         let command = try CommandAPDU(
             cla: 0x80,
             ins: 0xAE,
-            p1: type.referenceControl,
+            p1: type.referenceControl | (combinedAuthentication ? 0x10 : 0x00),
             p2: 0x00,
             data: dol.fill(with: values),
             expectedLength: 256

@@ -37,21 +37,33 @@ extension PaymentSession {
         terminalData[0x95] = tvr
         terminalData[0x9F34] = cvmResults
 
-        try checkCancellation(before: step)
-        let values = card.values.merging(terminalData) { _, terminal in terminal }
         let answer: GenerateACResponse
-        switch try await generateApplicationCryptogram(.arqc, dol: cdol1, values: values) {
-        case .answered(let response): answer = response
+        let offlineAuthentication: OfflineAuthenticationResult
+        let onlineIfFailed: Bool
+        switch try await generateACWithCombinedAuthentication(
+            .arqc,
+            dol: cdol1,
+            application: input.candidate.application,
+            card: &card,
+            aip: input.options.applicationInterchangeProfile
+        ) {
+        case .answered(let response, let result, let online):
+            (answer, offlineAuthentication, onlineIfFailed) = (response, result, online)
         case .refused(let status): return .ended(.endApplication, .cardStatus(step: step, status: status))
         }
         if answer.cryptogramType == .tc {
             throw CardAnswer.failure(step, "card returned a TC to a request for an ARQC (Book 3 §6.5.5.2: AAC or ARQC)")
         }
-        card.replace(0x9F27, [answer.cryptogramInformationData], step: step)
-        card.replace(0x9F36, answer.applicationTransactionCounter, step: step)
-        card.replace(0x9F26, answer.applicationCryptogram, step: step)
-        if !answer.issuerApplicationData.isEmpty { card.replace(0x9F10, answer.issuerApplicationData, step: step) }
-        return .completed(KernelResult(type: answer.cryptogramType, cvm: cvm))
+        // CDA that failed before GENERATE AC left an ARQC without CDA for the issuer to judge (TVR "CDA failed");
+        // CDA that failed on the answer leaves no trustworthy cryptogram: declined (Book 2 §6.6.2).
+        return .completed(
+            KernelResult(
+                type: answer.cryptogramType,
+                cvm: cvm,
+                offlineAuthentication: offlineAuthentication,
+                onlineIfOfflineAuthenticationFails: onlineIfFailed
+            )
+        )
     }
 
     /// Kernel 2 CVM selection (EMV Book C-2, procedure CVM Selection; Book 3 §10.5):

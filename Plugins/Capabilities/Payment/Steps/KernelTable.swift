@@ -41,7 +41,62 @@ struct KernelImplementation: Sendable {
         KernelImplementation(
             kernel: .visa,
             defaultApplications: [TerminalApplication(identifier: PaymentBrand.visaRID, kernel: .visa)],
-            run: { session, input, card in try session.quickVSDC(input, card: card) }
+            run: { session, input, card in
+                session.withOfflineAuthentication(try session.quickVSDC(input, card: card), input, card: card)
+            }
+        ),
+        KernelImplementation(
+            kernel: .americanExpress,
+            defaultApplications: [
+                TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x00, 0x25], kernel: .americanExpress)
+            ],
+            run: { session, input, card in
+                try await session.cryptogramFromGenerateAC(
+                    input.candidate.application,
+                    options: input.options,
+                    card: &card
+                )
+            }
+        ),
+        KernelImplementation(
+            kernel: .jcb,
+            defaultApplications: [TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x00, 0x65], kernel: .jcb)],
+            run: { session, input, card in
+                try await session.cryptogramFromGenerateAC(
+                    input.candidate.application,
+                    options: input.options,
+                    card: &card
+                )
+            }
+        ),
+        KernelImplementation(
+            kernel: .discover,
+            defaultApplications: [
+                TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x01, 0x52], kernel: .discover),
+                TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x03, 0x24], kernel: .discover),
+            ],
+            run: { session, input, card in
+                .completed(
+                    try session.cryptogramFromProcessingOptions(
+                        input.candidate.application,
+                        options: input.options,
+                        card: card
+                    )
+                )
+            }
+        ),
+        KernelImplementation(
+            kernel: .unionPay,
+            defaultApplications: [TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x03, 0x33], kernel: .unionPay)],
+            run: { session, input, card in
+                .completed(
+                    try session.cryptogramFromProcessingOptions(
+                        input.candidate.application,
+                        options: input.options,
+                        card: card
+                    )
+                )
+            }
         ),
     ]
 
@@ -50,4 +105,18 @@ struct KernelImplementation: Sendable {
 
     /// The Kernel IDs this build implements.
     static var implementedKernels: [EMVKernel] { all.map(\.kernel) }
+}
+
+extension PaymentSession {
+    /// Kernel 3's ending with fDDA applied to a completed read (an offline approval needs it).
+    mutating func withOfflineAuthentication(
+        _ ending: KernelImplementation.Ending,
+        _ input: KernelImplementation.Input,
+        card: CardDataStore
+    ) -> KernelImplementation.Ending {
+        guard case .completed(let result) = ending else { return ending }
+        return .completed(
+            authenticatedOffline(result, application: input.candidate.application, card: card, options: input.options)
+        )
+    }
 }

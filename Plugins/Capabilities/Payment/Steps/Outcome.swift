@@ -20,18 +20,32 @@ extension PaymentSession {
                 tags[tag] = card[tag]
             }
         }
-        if application.kernel != .visa { tags[0x9F66] = nil }
+        if ![.visa, .discover, .unionPay].contains(application.kernel) { tags[0x9F66] = nil }
+        if application.kernel == .americanExpress { tags[0x9F6E] = terminalData[0x9F6E] }
         tags[0x82] = options.applicationInterchangeProfile
         tags[0x84] = fci.dedicatedFileName
-        let status: EMVOutcome.Status =
+        var status: EMVOutcome.Status =
             switch result.type {
             case .arqc: .onlineRequest
             case .tc: .approved
             case .aac: .declined
             }
+        var reason = EMVOutcome.Reason.cryptogram(result.type)
+        // An offline approval needs a successful ODA; a failed ODA declines unless the kernel may go online.
+        if result.type != .aac {
+            switch result.offlineAuthentication {
+            case .failed(let failure):
+                status = result.onlineIfOfflineAuthenticationFails ? .onlineRequest : .declined
+                reason = .offlineDataAuthenticationFailed(failure.description)
+            case .notPerformed where result.type == .tc:
+                status = .declined
+                reason = .offlineDataAuthenticationFailed("not performed for an offline approval (TC)")
+            default: break
+            }
+        }
         return EMVOutcome(
             status: status,
-            reason: .cryptogram(result.type),
+            reason: reason,
             application: application,
             cvm: result.cvm,
             cryptogramType: result.type,
