@@ -109,6 +109,15 @@ let package = Package(
             path: "Plugins/Capabilities/Loyalty",
             swiftSettings: strict
         ),
+        // Store and forward: offline payment reads in a signed SQLite store (WAL), batches, deletion tokens, limits.
+        .target(
+            name: "StoreAndForwardCapability",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "ProximaCrypto", "ProximaSystem", "PaymentCapability", "CSQLite",
+            ],
+            path: "Plugins/Capabilities/StoreAndForward",
+            swiftSettings: strict
+        ),
         .target(
             name: "MobileDocumentCapability",
             dependencies: ["ProximaCore", "ProximaCrypto"],
@@ -126,7 +135,7 @@ let package = Package(
             dependencies: [
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
                 "PaymentCapability", "EMVCommon", "ExternalTransport", "LibNFCTransport",
-                "CCIDTransport", "LoyaltyCapability",
+                "CCIDTransport", "LoyaltyCapability", "StoreAndForwardCapability",
             ],
             swiftSettings: strict
         ),
@@ -135,6 +144,7 @@ let package = Package(
             name: "ProximaProcessorSandbox",
             dependencies: [
                 "Proxima", "PaymentCapability", "ProximaCore", "ProximaCrypto", "ProximaKernel", "ProximaSystem",
+                "StoreAndForwardCapability",
             ],
             swiftSettings: strict
         ),
@@ -143,6 +153,7 @@ let package = Package(
             dependencies: [
                 "Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability",
                 "PaymentCapability", "ProximaProcessorSandbox", "ProximaCrypto", "ProximaSystem",
+                "StoreAndForwardCapability",
             ],
             swiftSettings: strict
         ),
@@ -383,6 +394,21 @@ let package = Package(
             dependencies: [
                 "ProximaCore", "CCIDTransport", "CCIDReaderMock", "ProximaCardEmulator", "ProximaKernel", "Proxima",
                 "PaymentCapability",
+            ],
+            swiftSettings: strict
+        ),
+        // The child process the store-and-forward crash tests kill with SIGKILL (and scripts/store-soak.sh).
+        .executableTarget(
+            name: "StoreCrashWriter",
+            dependencies: ["StoreAndForwardCapability", "ProximaCrypto"],
+            path: "Tests/StoreCrashWriter",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "StoreAndForwardTests",
+            dependencies: [
+                "StoreAndForwardCapability", "StoreCrashWriter", "Proxima", "ProximaCore", "ProximaKernel",
+                "ProximaCrypto", "PaymentCapability", "ProximaProcessorSandbox", "ProximaTestSupport", "ProximaSystem",
             ],
             swiftSettings: strict
         ),

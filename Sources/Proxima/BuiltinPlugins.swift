@@ -7,6 +7,7 @@ internal import PaymentCapability
 internal import ProximaCore
 public import ProximaKernel
 internal import SimulatorTransport
+internal import StoreAndForwardCapability
 
 /// The plugin types compiled into Proxima, registered in code: the manifest's `type` picks one.
 ///
@@ -83,6 +84,7 @@ public enum BuiltinPlugins {
         )
         registry.register(PaymentSettings.capabilityType)
         registry.register(LoyaltySettings.capabilityType)
+        registry.register(StoreAndForwardSettings.capabilityType)
         return registry
     }()
 }

@@ -32,7 +32,7 @@ enum CLI {
             summary: "a contactless-reader kernel for hosts that drive many readers at once.",
             subcommands: [
                 ConfigCommand.command, ReadersCommand.command, DemoCommand.command, PayCommand.command,
-                VASCommand.command,
+                VASCommand.command, StoreCommand.command,
                 PSPCommand.command, CardsimCommand.command, helpCommand,
             ]
         )
