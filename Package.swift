@@ -28,6 +28,7 @@ let package = Package(
         .executable(name: "FuzzMdocEngagement", targets: ["FuzzMdocEngagement"]),
         .executable(name: "FuzzDeviceResponse", targets: ["FuzzDeviceResponse"]),
         .executable(name: "FuzzVAS", targets: ["FuzzVAS"]),
+        .executable(name: "FuzzStoreBatch", targets: ["FuzzStoreBatch"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
@@ -37,6 +38,7 @@ let package = Package(
         .executable(name: "CCIDBenchmark", targets: ["CCIDBenchmark"]),
         .executable(name: "MDLBenchmark", targets: ["MDLBenchmark"]),
         .executable(name: "LoyaltyBenchmark", targets: ["LoyaltyBenchmark"]),
+        .executable(name: "StoreAndForwardBenchmark", targets: ["StoreAndForwardBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -164,6 +166,11 @@ let package = Package(
             dependencies: ["ProximaCore", "ProximaCrypto", "FuzzSupport", "LoyaltyCapability"],
             path: "Fuzz/FuzzVAS"
         ),
+        .executableTarget(
+            name: "FuzzStoreBatch",
+            dependencies: ["ProximaCore", "ProximaCrypto", "StoreAndForwardCapability"],
+            path: "Fuzz/FuzzStoreBatch"
+        ),
         .executableTarget(name: "FuzzBERTLV", dependencies: ["ProximaCore"], path: "Fuzz/FuzzBERTLV"),
         .target(name: "FuzzSupport", dependencies: ["ProximaCore"], path: "Fuzz/FuzzSupport"),
         .executableTarget(name: "FuzzAPDU", dependencies: ["ProximaCore", "FuzzSupport"], path: "Fuzz/FuzzAPDU"),
@@ -275,6 +282,16 @@ let package = Package(
                 "Proxima", "ProximaKernel", "ProximaCardEmulator", "ProximaCrypto", "ProximaProcessorSandbox",
             ],
             path: "Benchmarks/LoyaltyBenchmark",
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "StoreAndForwardBenchmark",
+            dependencies: [
+                "StoreAndForwardCapability", "Proxima", "ProximaKernel", "ProximaCrypto", "ProximaSystem",
+                "PaymentCapability", "ProximaProcessorSandbox",
+            ],
+            path: "Benchmarks/StoreAndForwardBenchmark",
             swiftSettings: strict
         ),
 

@@ -82,7 +82,10 @@ enum StoreCommand {
         let batch: StoreAndForwardBatch
         if let active = try await service.store.activeBatch() {
             print("the active batch \(active.id) exists; showing it (resolve or reset it to make another)")
-            batch = try await store.allBatches().first { $0.id == active.id } ?? store.fetchStoredPaymentCardReadResultBatch(size: size)
+            guard let shown = try await store.allBatches().first(where: { $0.id == active.id }) else {
+                throw UsageError("the active batch \(active.id) vanished; run the command again")
+            }
+            batch = shown
         } else {
             batch = try await store.fetchStoredPaymentCardReadResultBatch(size: size)
         }

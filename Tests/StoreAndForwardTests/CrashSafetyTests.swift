@@ -1,15 +1,17 @@
 import Foundation
 import ProximaTestSupport
+import StoreAndForwardCapability
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A child process storing reads in a loop (`StoreCrashWriter`, through the store's own commit path) is killed
-/// with SIGKILL at random points, 200 times; after each kill the store is opened by a fresh process and every read
-/// the child acknowledged is there exactly once, the active batch (if any) is whole and verifies, and
-/// `PRAGMA integrity_check` says ok. `scripts/store-soak.sh` runs more kills.
+/// A child process storing reads in a loop (`StoreCrashWriter`, through the store's own commit path, making and
+/// resetting batches as it goes) is killed with SIGKILL at random points, 200 times; after each kill the store is
+/// opened afresh, every read the child acknowledged is there exactly once, the active batch (if any) is whole and
+/// verifies, and `PRAGMA integrity_check` says ok. `scripts/store-soak.sh` runs more kills
+/// (`PROXIMA_STORE_KILLS`).
 @Suite struct CrashSafetyTests {
     static let writer = PackageFiles.root + "/.build/debug/StoreCrashWriter"
 
@@ -18,103 +20,85 @@ import Glibc
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let kills = Int(ProcessInfo.processInfo.environment["PROXIMA_STORE_KILLS"] ?? "") ?? 200
-        // Blocking pipe reads and waits run on a thread of their own, off the cooperative pool.
-        let report = await onThread { CrashLoop(writer: Self.writer, directory: directory.path).run(kills: kills) }
-        #expect(report.failures.isEmpty, "\(report.failures.prefix(5))")
-        #expect(report.kills == kills)
-        #expect(report.acknowledged > kills / 2, "the writer acknowledged \(report.acknowledged) reads in \(kills) runs")
-        #expect(report.batchesSeen > 0, "no kill left an active batch to check")
-    }
-}
-
-struct CrashReport: Sendable {
-    var kills = 0
-    var acknowledged = 0
-    var batchesSeen = 0
-    var failures: [String] = []
-}
-
-/// The kill loop: spawn, read acknowledgements, SIGKILL at a random point, check with a fresh process.
-struct CrashLoop {
-    let writer: String
-    let directory: String
-
-    func run(kills: Int) -> CrashReport {
-        var report = CrashReport()
         var acknowledged: [String] = []
+        var batchesChecked = 0
         for round in 0..<kills {
-            let target = Int.random(in: 0...6)
-            guard let child = Child(writer, [directory]) else {
-                report.failures.append("round \(round): cannot start the writer")
-                return report
-            }
-            var lines = 0
-            while lines < target, let line = child.readLine() {
-                if line.hasPrefix("ack ") { acknowledged.append(String(line.dropFirst(4))) }
-                lines += 1
-            }
-            usleep(UInt32.random(in: 0...3000))
-            kill(child.pid, SIGKILL)
-            // Acknowledgements already in the pipe count: the child wrote them after its commit returned.
-            while let line = child.readLine() {
-                if line.hasPrefix("ack ") { acknowledged.append(String(line.dropFirst(4))) }
-            }
-            child.wait()
-            report.kills += 1
+            // Blocking pipe reads and the wait run on a thread of their own, off the cooperative pool.
+            let target = Int.random(in: 0...3)
+            let delay = UInt32.random(in: 0...2000)
+            let path = directory.path
+            let acks = try await onThread { try KilledWriter.run(Self.writer, directory: path, acks: target, delay: delay) }
+            acknowledged += acks
 
-            guard let checker = Child(writer, ["--check", directory]) else {
-                report.failures.append("round \(round): cannot start the checker")
-                return report
+            // The store as the next process sees it.
+            let store = try ReadStore.unshared(directory: path, readerIdentifier: "crash-writer", now: Date())
+            #expect(try await store.integrityCheck() == ["ok"], "round \(round)")
+            let rows = try await store.rows()
+            var counts: [String: Int] = [:]
+            for row in rows { counts[row.record.id, default: 0] += 1 }
+            let missing = acknowledged.filter { counts[$0] != 1 }
+            #expect(missing.isEmpty, "round \(round): \(missing.count) acknowledged reads missing or doubled")
+            if let batch = try await store.activeBatch() {
+                batchesChecked += 1
+                let container = try BatchContainer.parse(batch.container)
+                try container.verify()
+                #expect(try BatchContainer.digest(batch.container) == batch.digest)
+                #expect(
+                    rows.filter { $0.batchID == batch.id }.map(\.record.id) == container.entries.map(\.record.id),
+                    "round \(round): the batch's rows are not its container's reads (a torn batch)"
+                )
+                #expect(batch.count == container.entries.count)
             }
-            var stored: [String: Int] = [:]
-            var integrity = ""
-            while let line = checker.readLine() {
-                let fields = line.split(separator: " ").map(String.init)
-                switch fields.first {
-                case "integrity": integrity = fields.dropFirst().joined(separator: " ")
-                case "read" where fields.count >= 2: stored[fields[1], default: 0] += 1
-                case "batch" where fields.count == 5:
-                    report.batchesSeen += 1
-                    if fields[2] != fields[3] || fields[4] != "true" {
-                        report.failures.append("round \(round): torn batch \(line)")
-                    }
-                default: report.failures.append("round \(round): unexpected line \(line)")
-                }
-            }
-            let status = checker.wait()
-            if status != 0 { report.failures.append("round \(round): checker exited \(status)") }
-            if integrity != "ok" { report.failures.append("round \(round): integrity_check says \(integrity)") }
-            let missing = acknowledged.filter { stored[$0] != 1 }
-            if !missing.isEmpty { report.failures.append("round \(round): \(missing.count) acknowledged reads missing") }
-            if !report.failures.isEmpty { break }
+            await store.close()
+            if !missing.isEmpty { break }
         }
-        report.acknowledged = acknowledged.count
-        return report
+        #expect(acknowledged.count > kills / 2, "the writer acknowledged \(acknowledged.count) reads in \(kills) runs")
+        #expect(batchesChecked > 0, "no kill left an active batch to check")
     }
 }
 
-/// A child process with its stdout on a pipe (posix_spawn through Foundation's `Process`).
-final class Child {
-    let process = Process()
-    let output: FileHandle
+/// One run of the writer: start it, read `acks` acknowledgement lines, wait `delay` µs, SIGKILL it, collect the
+/// acknowledgements already in the pipe (written after their commit returned), reap it.
+enum KilledWriter {
+    struct StartFailure: Error {}
+
+    static func run(_ writer: String, directory: String, acks target: Int, delay: UInt32) throws -> [String] {
+        let pipe = Pipe()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: writer)
+        process.arguments = [directory]
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try? pipe.fileHandleForWriting.close()
+        let lines = LineReader(pipe.fileHandleForReading.fileDescriptor)
+        var acknowledged: [String] = []
+        var seen = 0
+        while seen < target, let line = lines.next() {
+            if line.hasPrefix("ack ") { acknowledged.append(String(line.dropFirst(4))) }
+            seen += 1
+        }
+        usleep(delay)
+        kill(process.processIdentifier, SIGKILL)
+        while let line = lines.next() {
+            if line.hasPrefix("ack ") { acknowledged.append(String(line.dropFirst(4))) }
+        }
+        // End of file on the pipe: the child is gone. Reap it without Foundation's polling wait.
+        var status: Int32 = 0
+        _ = waitpid(process.processIdentifier, &status, 0)
+        return acknowledged
+    }
+}
+
+/// Lines from a file descriptor, read(2) until end of file.
+final class LineReader {
+    private let descriptor: Int32
     private var buffer: [UInt8] = []
 
-    var pid: pid_t { process.processIdentifier }
+    init(_ descriptor: Int32) { self.descriptor = descriptor }
 
-    init?(_ executable: String, _ arguments: [String]) {
-        let pipe = Pipe()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = pipe
-        process.standardError = FileHandle.standardError
-        process.standardInput = FileHandle.nullDevice
-        output = pipe.fileHandleForReading
-        do { try process.run() } catch { return nil }
-        try? pipe.fileHandleForWriting.close()
-    }
-
-    /// The next line, or `nil` at end of file.
-    func readLine() -> String? {
+    func next() -> String? {
         while true {
             if let newline = buffer.firstIndex(of: 0x0A) {
                 let line = String(decoding: buffer[..<newline], as: UTF8.self)
@@ -122,25 +106,18 @@ final class Child {
                 return line
             }
             var chunk = [UInt8](repeating: 0, count: 4096)
-            let count = chunk.withUnsafeMutableBytes { read(output.fileDescriptor, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return nil }
             buffer += chunk[..<count]
         }
     }
-
-    @discardableResult
-    func wait() -> Int32 {
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
 }
 
-/// Runs `work` on a new thread and returns its value.
-func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        let thread = Thread { continuation.resume(returning: work()) }
-        thread.stackSize = 1 << 20
+/// Runs `work` on a new thread and returns (or throws) its result.
+func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try work() }) }
         thread.start()
     }
 }

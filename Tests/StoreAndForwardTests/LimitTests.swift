@@ -1,5 +1,5 @@
 import Foundation
-import PaymentCapability
+@testable import PaymentCapability
 import Proxima
 import ProximaCore
 import ProximaKernel
@@ -33,14 +33,16 @@ import Testing
     }
 
     @Test func maxTransactionAmount() async throws {
-        try await withSession(#"{ "maxTransactionAmount": { "USD": "100.00" }, "maxStoredAmount": { "USD": "1000.00" } }"#) {
-            session, store in
-            #expect(try await session.readPaymentCard(Harness.purchase("99.99")).outcome == .success)
-            #expect(try await session.readPaymentCard(Harness.purchase("100.00")).outcome == .success)
+        try await withSession(#"{ "maxTransactionAmount": { "USD": "100.00" }, "maxStoredAmount": { "USD": "1000.00" } }"#) { session, store in
+            let value1 = try await session.readPaymentCard(Harness.purchase("99.99"))
+            #expect(value1.outcome == .success)
+            let value2 = try await session.readPaymentCard(Harness.purchase("100.00"))
+            #expect(value2.outcome == .success)
             let reason = limitReason(await thrownError { try await session.readPaymentCard(Harness.purchase("100.01")) })
             #expect(reason?.contains("capabilities.storeAndForward.maxTransactionAmount.USD") == true)
             #expect(reason?.contains("100.01") == true && reason?.contains("100.00") == true)
-            #expect(try await store.fetchStoredPaymentCardReadResultCount() == 2)
+            let value3 = try await store.fetchStoredPaymentCardReadResultCount()
+            #expect(value3 == 2)
         }
     }
 
@@ -59,7 +61,8 @@ import Testing
             // A currency not listed is refused offline.
             let gbp = limitReason(await thrownError { try await session.readPaymentCard(Harness.purchase("1.00", "GBP")) })
             #expect(gbp?.contains("GBP is not accepted offline") == true)
-            #expect(try await store.fetchStoredPaymentCardReadResultCount() == 4)
+            let value4 = try await store.fetchStoredPaymentCardReadResultCount()
+            #expect(value4 == 4)
         }
     }
 
@@ -68,7 +71,8 @@ import Testing
             for _ in 1...3 { try await session.readPaymentCard(Harness.purchase("1.00")) }
             let reason = limitReason(await thrownError { try await session.readPaymentCard(Harness.purchase("1.00")) })
             #expect(reason?.contains("maxStoredCount is 3") == true)
-            #expect(try await store.fetchStoredPaymentCardReadResultCount() == 3)
+            let value5 = try await store.fetchStoredPaymentCardReadResultCount()
+            #expect(value5 == 3)
         }
     }
 
@@ -78,26 +82,29 @@ import Testing
                 await thrownError { try await session.readPaymentCard(Harness.purchase("5.00", type: .refund)) }
             )
             #expect(reason?.contains("allowRefunds") == true)
-            #expect(try await store.fetchStoredPaymentCardReadResultCount() == 0)
+            let value6 = try await store.fetchStoredPaymentCardReadResultCount()
+            #expect(value6 == 0)
         }
         try await withSession(#"{ "maxStoredAmount": { "USD": "1000.00" }, "allowRefunds": true }"#) { session, store in
-            #expect(try await session.readPaymentCard(Harness.purchase("5.00", type: .refund)).outcome == .success)
-            #expect(try await store.fetchStoredPaymentCardReadResultCount() == 1)
+            let value7 = try await session.readPaymentCard(Harness.purchase("5.00", type: .refund))
+            #expect(value7.outcome == .success)
+            let value8 = try await store.fetchStoredPaymentCardReadResultCount()
+            #expect(value8 == 1)
         }
     }
 
     @Test func allowedBrands() async throws {
-        try await withSession(#"{ "maxStoredAmount": { "USD": "1000.00" }, "allowedBrands": ["Mastercard"] }"#) {
-            session, store in
+        try await withSession(#"{ "maxStoredAmount": { "USD": "1000.00" }, "allowedBrands": ["Mastercard"] }"#) { session, store in
             let reason = limitReason(await thrownError { try await session.readPaymentCard(Harness.purchase("5.00")) })
             #expect(reason?.contains("Visa cards are not accepted offline") == true)
             #expect(reason?.contains("allowedBrands") == true)
-            #expect(try await store.fetchStoredPaymentCardReadResultCount() == 0)
+            let value9 = try await store.fetchStoredPaymentCardReadResultCount()
+            #expect(value9 == 0)
         }
-        try await withSession(#"{ "maxStoredAmount": { "USD": "1000.00" }, "allowedBrands": ["Visa"] }"#) {
-            session, store in
+        try await withSession(#"{ "maxStoredAmount": { "USD": "1000.00" }, "allowedBrands": ["Visa"] }"#) { session, store in
             try await session.readPaymentCard(Harness.purchase("5.00"))
-            #expect(try await store.fetchStoredPaymentCardReadResultCount() == 1)
+            let value10 = try await store.fetchStoredPaymentCardReadResultCount()
+            #expect(value10 == 1)
         }
     }
 

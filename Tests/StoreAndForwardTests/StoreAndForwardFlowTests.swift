@@ -78,7 +78,7 @@ import Testing
             Issue.record("no PAN in the profile")
             return
         }
-        let bcd = [UInt8](hex: pan.count.isMultiple(of: 2) ? pan : pan + "F")
+        let bcd = [UInt8](hex: pan.count.isMultiple(of: 2) ? pan : pan + "F") ?? []
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
             let bytes = Array(FileManager.default.contents(atPath: directory.path + "/" + name) ?? Data())
             #expect(!bytes.containsSubsequence(Array(pan.utf8)), "\(name) holds the PAN in ASCII")

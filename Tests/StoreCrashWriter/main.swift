@@ -1,6 +1,6 @@
 // The child process of the store-and-forward crash tests (`StoreCrashTests`, `scripts/store-soak.sh`): stores reads
 // in a loop through the store's own commit path and prints `ack <id>` on stdout (unbuffered) after each commit
-// returned; every 7th read it makes a batch of what is waiting, and resets it at the next one, so batches are made
+// returned; every 2nd read it makes a batch of what is waiting, and resets it at the next one, so batches are made
 // and torn down while it is killed. The parent kills it with SIGKILL at random points and checks the store.
 //
 // Usage: StoreCrashWriter DIRECTORY [COUNT]    (write until killed, or COUNT reads)
@@ -86,7 +86,7 @@ do {
         )
         acknowledge("ack \(record.id)")
         written += 1
-        if written % 7 == 0 {
+        if written % 2 == 0 {
             if try await store.activeBatch() != nil {
                 _ = try await store.resetBatch(now: Date())
                 acknowledge("reset")

@@ -15,6 +15,18 @@ package struct DeletionTokenVerifier: Sendable {
 
     package static let clockSkew: Duration = .seconds(60)
 
+    package init(
+        processorKey: P256.PublicKey,
+        issuer: String,
+        readerIdentifier: String,
+        now: @escaping @Sendable () -> Date
+    ) {
+        self.processorKey = processorKey
+        self.issuer = issuer
+        self.readerIdentifier = readerIdentifier
+        self.now = now
+    }
+
     package init(settings: PaymentSettings, now: @escaping @Sendable () -> Date) {
         processorKey = settings.processorPublicKey
         issuer = settings.tokenIssuer

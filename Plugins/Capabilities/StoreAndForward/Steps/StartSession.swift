@@ -12,13 +12,7 @@ extension StoreAndForwardService {
     /// - Throws: ``StoreAndForwardError`` `notAllowed` (disabled, processor not reached recently, token or link
     ///   refused: the payment service's error is the cause), `storeFailed`.
     package func startSession(token: String) async throws(StoreAndForwardError) -> OfflineSession {
-        guard settings.enabled else {
-            throw StoreAndForwardError(
-                .notAllowed,
-                "store and forward is disabled (\(StoreAndForwardSettings.jsonPath).enabled is false)",
-                limit: StoreAndForwardSettings.jsonPath + ".enabled"
-            )
-        }
+        try checkEnabled()
         let merchant: VerifiedReaderToken
         do {
             merchant = try payment.linkedMerchant(token)
@@ -30,6 +24,7 @@ extension StoreAndForwardService {
 
     /// Starts an offline session for a merchant verified earlier (the token the reader last prepared with).
     package func startSession(merchant: VerifiedReaderToken) async throws(StoreAndForwardError) -> OfflineSession {
+        try checkEnabled()
         let current = now()
         let recorded = try await store.totals().lastProcessorContact
         let contact = [merchant.validFrom, recorded].compactMap { $0 }.max()
@@ -51,5 +46,15 @@ extension StoreAndForwardService {
             preparedAt: current,
             expiresAt: current.addingTimeInterval(TimeInterval(settings.session.components.seconds))
         )
+    }
+
+    private func checkEnabled() throws(StoreAndForwardError) {
+        guard settings.enabled else {
+            throw StoreAndForwardError(
+                .notAllowed,
+                "store and forward is disabled (\(StoreAndForwardSettings.jsonPath).enabled is false)",
+                limit: StoreAndForwardSettings.jsonPath + ".enabled"
+            )
+        }
     }
 }

@@ -27,7 +27,7 @@ enum Migrations {
             signature BLOB NOT NULL,
             batch_id TEXT REFERENCES batches(id)
         );
-        CREATE INDEX reads_by_batch ON reads (batch_id, seq);
+        CREATE INDEX reads_by_batch ON reads (batch_id, read_at_ms, seq);
         CREATE TABLE batches (
             id TEXT PRIMARY KEY,
             created_at INTEGER NOT NULL,

@@ -12,6 +12,22 @@ package struct StoredRow: Hashable, Sendable {
     package var signature: [UInt8]
     package var session: String
     package var batchID: String?
+
+    package init(
+        record: StoredReadRecord,
+        body: [UInt8],
+        envelope: [UInt8],
+        signature: [UInt8],
+        session: String,
+        batchID: String?
+    ) {
+        self.record = record
+        self.body = body
+        self.envelope = envelope
+        self.signature = signature
+        self.session = session
+        self.batchID = batchID
+    }
 }
 
 /// Counts and totals of a store.
@@ -237,7 +253,9 @@ package actor ReadStore {
 
     /// Every stored read in order, for tests and `proxima store status --verbose`.
     package func rows() throws(StoreAndForwardError) -> [StoredRow] {
-        try run("read") { db in try self.rows(db, "SELECT body, envelope, signature, session, batch_id FROM reads ORDER BY seq") }
+        try run("read") { db in
+            try self.rows(db, "SELECT body, envelope, signature, session, batch_id FROM reads ORDER BY read_at_ms, seq")
+        }
     }
 
     private func rows(_ db: SQLiteConnection, _ sql: String, _ bindings: [SQLiteValue] = []) throws -> [StoredRow] {
@@ -322,7 +340,7 @@ package actor ReadStore {
         }
     }
 
-    /// Makes the active batch of the oldest `size` unbatched reads (0 = all): verifies each row's signature,
+    /// Makes the active batch of the oldest `size` unbatched reads (0 = all; by read time, then commit order): verifies each row's signature,
     /// signs the container, and marks the reads, in one transaction.
     /// - Throws: `batchAlreadyExists`, `resultsNotFound`, `batchSizeInvalid`, `tampered` (a row whose signature
     ///   or envelope digest does not verify: nothing is batched), `storeFailed`.
@@ -348,7 +366,10 @@ package actor ReadStore {
             }
             let chosen = try self.rows(
                 db,
-                "SELECT body, envelope, signature, session, batch_id FROM reads WHERE batch_id IS NULL ORDER BY seq LIMIT ?",
+                """
+                SELECT body, envelope, signature, session, batch_id FROM reads WHERE batch_id IS NULL
+                ORDER BY read_at_ms, seq LIMIT ?
+                """,
                 [.integer(Int64(size == 0 ? available : size))]
             )
             let key = identity.publicKey
@@ -387,7 +408,7 @@ package actor ReadStore {
             try db.query(
                 """
                 UPDATE reads SET batch_id = ? WHERE seq IN
-                    (SELECT seq FROM reads WHERE batch_id IS NULL ORDER BY seq LIMIT ?)
+                    (SELECT seq FROM reads WHERE batch_id IS NULL ORDER BY read_at_ms, seq LIMIT ?)
                 """,
                 [.text(id), .integer(Int64(entries.count))]
             )
