@@ -62,7 +62,11 @@ enum DemoCommand {
             group.addTask { await kernel.run() }
             defer { group.cancelAll() }
             try await store.linkAccount()
-            return await store.run()
+            let report = await store.run()
+            if case .payment(let sandbox, let token) = mode, manifest.capabilities["storeAndForward"] != nil {
+                try await DemoStoreAndForward.run(kernel: kernel, sandbox: sandbox, token: token)
+            }
+            return report
         }
         print(report.summary)
         for failure in kernel.pluginFailures { printError("proxima: \(failure)") }
