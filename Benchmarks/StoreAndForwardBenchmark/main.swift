@@ -54,7 +54,14 @@ func row(_ index: Int) throws -> StoredRow {
         envelopeDigest: try SHA256.hash(envelope)
     )
     let signature = try store.identity.privateKey.signature(for: record.signedBytes).rawRepresentation
-    return StoredRow(record: record, body: record.body, envelope: envelope, signature: signature, session: "bench", batchID: nil)
+    return StoredRow(
+        record: record,
+        body: record.body,
+        envelope: envelope,
+        signature: signature,
+        session: "bench",
+        batchID: nil
+    )
 }
 
 // Durable stores, each committed and synced before the next.

@@ -101,7 +101,10 @@ public final class StoreAndForwardPaymentCardReaderSession: Sendable {
                 session: offline,
                 slot: reader.readSlot,
                 owner: ObjectIdentifier(self),
-                options: PaymentReadOptions(pinnedReader: reader.options.pinnedReader, timeout: reader.options.readTimeout),
+                options: PaymentReadOptions(
+                    pinnedReader: reader.options.pinnedReader,
+                    timeout: reader.options.readTimeout
+                ),
                 onEvent: { reader.emit(PaymentErrorMapping.event($0)) }
             )
         } catch {

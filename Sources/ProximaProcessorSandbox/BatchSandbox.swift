@@ -32,7 +32,8 @@ extension PaymentProcessorSandbox {
     ///
     /// - Parameter now: The processor's clock: stored envelopes are valid for `storedReadValidityHours`.
     /// - Throws: `ProximaError.malformedData` naming the record or field that does not verify or open.
-    public func openBatch(_ data: [UInt8], pinnedCertificate: [UInt8]? = nil, now: Date = Date()) throws -> OpenedBatch {
+    public func openBatch(_ data: [UInt8], pinnedCertificate: [UInt8]? = nil, now: Date = Date()) throws -> OpenedBatch
+    {
         let container: BatchContainer
         do {
             container = try BatchContainer.parse(data)

@@ -31,7 +31,12 @@ enum StoreCommand {
                     """,
                 options: [
                     .value("size", "N", help: "How many reads (0 = all).", default: "0"),
-                    .value("out", "FILE", help: "Where to write the batch container.", defaultDescription: "not written"),
+                    .value(
+                        "out",
+                        "FILE",
+                        help: "Where to write the batch container.",
+                        defaultDescription: "not written"
+                    ),
                 ],
                 action: { try await batch($0) }
             ),

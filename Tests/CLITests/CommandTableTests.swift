@@ -9,8 +9,10 @@ import Testing
     static let commands: [[String]] = [
         [], ["config"], ["config", "check"], ["readers"], ["demo"], ["pay"], ["psp"], ["psp", "keygen"],
         ["psp", "token"], ["psp", "decrypt"], ["cardsim"], ["vas"], ["help"],
+        ["psp", "batch-open"], ["psp", "deletion-token"], ["store"], ["store", "status"], ["store", "batch"],
+        ["store", "resolve"], ["store", "reset"], ["store", "decline"],
     ]
-    static let groups: Set<[String]> = [[], ["config"], ["psp"]]
+    static let groups: Set<[String]> = [[], ["config"], ["psp"], ["store"]]
     static var leaves: [[String]] { commands.filter { !groups.contains($0) } }
 
     static func invocation(_ path: [String]) -> String { (["proxima"] + path).joined(separator: " ") }

@@ -27,7 +27,9 @@ import Glibc
             let target = Int.random(in: 0...3)
             let delay = UInt32.random(in: 0...2000)
             let path = directory.path
-            let acks = try await onThread { try KilledWriter.run(Self.writer, directory: path, acks: target, delay: delay) }
+            let acks = try await onThread {
+                try KilledWriter.run(Self.writer, directory: path, acks: target, delay: delay)
+            }
             acknowledged += acks
 
             // The store as the next process sees it.

@@ -1,11 +1,12 @@
 import Foundation
-@testable import PaymentCapability
 import Proxima
 import ProximaCore
 import ProximaKernel
 import ProximaTestSupport
 import StoreAndForwardCapability
 import Testing
+
+@testable import PaymentCapability
 
 /// Every limit of `capabilities.storeAndForward`: the read at it is accepted, the one that would cross it refused
 /// with the limit's name and the figures, and nothing of a refused read is stored.
@@ -33,12 +34,16 @@ import Testing
     }
 
     @Test func maxTransactionAmount() async throws {
-        try await withSession(#"{ "maxTransactionAmount": { "USD": "100.00" }, "maxStoredAmount": { "USD": "1000.00" } }"#) { session, store in
+        try await withSession(
+            #"{ "maxTransactionAmount": { "USD": "100.00" }, "maxStoredAmount": { "USD": "1000.00" } }"#
+        ) { session, store in
             let value1 = try await session.readPaymentCard(Harness.purchase("99.99"))
             #expect(value1.outcome == .success)
             let value2 = try await session.readPaymentCard(Harness.purchase("100.00"))
             #expect(value2.outcome == .success)
-            let reason = limitReason(await thrownError { try await session.readPaymentCard(Harness.purchase("100.01")) })
+            let reason = limitReason(
+                await thrownError { try await session.readPaymentCard(Harness.purchase("100.01")) }
+            )
             #expect(reason?.contains("capabilities.storeAndForward.maxTransactionAmount.USD") == true)
             #expect(reason?.contains("100.01") == true && reason?.contains("100.00") == true)
             let value3 = try await store.fetchStoredPaymentCardReadResultCount()
@@ -57,9 +62,14 @@ import Testing
             #expect(reason?.contains("150.00") == true && reason?.contains("150.01") == true)
             // Another currency has its own total.
             try await session.readPaymentCard(Harness.purchase("10.00", "EUR"))
-            #expect(limitReason(await thrownError { try await session.readPaymentCard(Harness.purchase("0.01", "EUR")) }) != nil)
+            #expect(
+                limitReason(await thrownError { try await session.readPaymentCard(Harness.purchase("0.01", "EUR")) })
+                    != nil
+            )
             // A currency not listed is refused offline.
-            let gbp = limitReason(await thrownError { try await session.readPaymentCard(Harness.purchase("1.00", "GBP")) })
+            let gbp = limitReason(
+                await thrownError { try await session.readPaymentCard(Harness.purchase("1.00", "GBP")) }
+            )
             #expect(gbp?.contains("GBP is not accepted offline") == true)
             let value4 = try await store.fetchStoredPaymentCardReadResultCount()
             #expect(value4 == 4)
@@ -94,14 +104,18 @@ import Testing
     }
 
     @Test func allowedBrands() async throws {
-        try await withSession(#"{ "maxStoredAmount": { "USD": "1000.00" }, "allowedBrands": ["Mastercard"] }"#) { session, store in
+        try await withSession(#"{ "maxStoredAmount": { "USD": "1000.00" }, "allowedBrands": ["Mastercard"] }"#) {
+            session,
+            store in
             let reason = limitReason(await thrownError { try await session.readPaymentCard(Harness.purchase("5.00")) })
             #expect(reason?.contains("Visa cards are not accepted offline") == true)
             #expect(reason?.contains("allowedBrands") == true)
             let value9 = try await store.fetchStoredPaymentCardReadResultCount()
             #expect(value9 == 0)
         }
-        try await withSession(#"{ "maxStoredAmount": { "USD": "1000.00" }, "allowedBrands": ["Visa"] }"#) { session, store in
+        try await withSession(#"{ "maxStoredAmount": { "USD": "1000.00" }, "allowedBrands": ["Visa"] }"#) {
+            session,
+            store in
             try await session.readPaymentCard(Harness.purchase("5.00"))
             let value10 = try await store.fetchStoredPaymentCardReadResultCount()
             #expect(value10 == 1)
@@ -135,13 +149,20 @@ import Testing
         try service.checkCard(card, lane: "lane-1")
         var expired = card
         expired.expirationYear = 2020
-        let refusal = try #require(await thrownError { try service.checkCard(expired, lane: "lane-1") } as? StoreAndForwardError)
+        let refusal = try #require(
+            await thrownError { try service.checkCard(expired, lane: "lane-1") } as? StoreAndForwardError
+        )
         #expect(refusal.code == .limitExceeded)
         #expect(refusal.reason.contains("OFFLINE_AND_CARD_EXPIRED"))
         // This month is still valid.
         let parts = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: clock.now)
         try service.checkCard(
-            MaskedCard(brand: "Visa", lastFourDigits: "0010", expirationMonth: parts.month!, expirationYear: parts.year!),
+            MaskedCard(
+                brand: "Visa",
+                lastFourDigits: "0010",
+                expirationMonth: parts.month!,
+                expirationYear: parts.year!
+            ),
             lane: "lane-1"
         )
 
@@ -159,18 +180,34 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{ "maxStoredAmount": { "USD": "1.00" }, "maxStoredCont": 3 }"#, "capabilities.storeAndForward.maxStoredCont"),
+        (
+            #"{ "maxStoredAmount": { "USD": "1.00" }, "maxStoredCont": 3 }"#,
+            "capabilities.storeAndForward.maxStoredCont"
+        ),
         (#"{ "maxStoredAmount": { "XYZ": "1.00" } }"#, "capabilities.storeAndForward.maxStoredAmount.XYZ"),
         (#"{ "maxStoredAmount": { "USD": "1.001" } }"#, "capabilities.storeAndForward.maxStoredAmount.USD"),
         (#"{ "maxStoredAmount": { "USD": 100 } }"#, "capabilities.storeAndForward.maxStoredAmount.USD"),
         (#"{ "maxStoredAmount": {} }"#, "capabilities.storeAndForward.maxStoredAmount"),
-        (#"{ "maxStoredAmount": { "USD": "10.00" }, "maxTransactionAmount": { "USD": "20.00" } }"#,
-         "capabilities.storeAndForward.maxTransactionAmount.USD"),
-        (#"{ "maxStoredAmount": { "USD": "10.00" }, "maxTransactionAmount": { "EUR": "1.00" } }"#,
-         "capabilities.storeAndForward.maxTransactionAmount.EUR"),
-        (#"{ "maxStoredAmount": { "USD": "10.00" }, "onlineWithinHours": 0 }"#, "capabilities.storeAndForward.onlineWithinHours"),
-        (#"{ "maxStoredAmount": { "USD": "10.00" }, "allowedBrands": [] }"#, "capabilities.storeAndForward.allowedBrands"),
-        (#"{ "maxStoredAmount": { "USD": "10.00" }, "deletionTokens": "nobody" }"#, "capabilities.storeAndForward.deletionTokens"),
+        (
+            #"{ "maxStoredAmount": { "USD": "10.00" }, "maxTransactionAmount": { "USD": "20.00" } }"#,
+            "capabilities.storeAndForward.maxTransactionAmount.USD"
+        ),
+        (
+            #"{ "maxStoredAmount": { "USD": "10.00" }, "maxTransactionAmount": { "EUR": "1.00" } }"#,
+            "capabilities.storeAndForward.maxTransactionAmount.EUR"
+        ),
+        (
+            #"{ "maxStoredAmount": { "USD": "10.00" }, "onlineWithinHours": 0 }"#,
+            "capabilities.storeAndForward.onlineWithinHours"
+        ),
+        (
+            #"{ "maxStoredAmount": { "USD": "10.00" }, "allowedBrands": [] }"#,
+            "capabilities.storeAndForward.allowedBrands"
+        ),
+        (
+            #"{ "maxStoredAmount": { "USD": "10.00" }, "deletionTokens": "nobody" }"#,
+            "capabilities.storeAndForward.deletionTokens"
+        ),
         (#"{ "maxTransactionAmount": { "USD": "10.00" } }"#, "capabilities.storeAndForward"),
     ])
     func invalidSettingsNameTheirPath(settings: String, path: String) throws {

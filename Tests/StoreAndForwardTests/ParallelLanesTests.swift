@@ -16,7 +16,8 @@ import Testing
         let manifest = try Harness.manifest(
             directory: directory.path,
             lanes: 16,
-            storeAndForward: #"{ "maxStoredAmount": { "USD": "100000.00", "EUR": "100000.00" }, "maxStoredCount": 10000 }"#
+            storeAndForward:
+                #"{ "maxStoredAmount": { "USD": "100000.00", "EUR": "100000.00" }, "maxStoredCount": 10000 }"#
         )
         let perLane = 12
         try await Harness.withKernel(manifest) { kernel in

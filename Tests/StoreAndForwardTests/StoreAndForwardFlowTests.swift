@@ -45,7 +45,11 @@ import Testing
             #expect(opened.id == batch.id)
             #expect(opened.reads.map(\.transactionID) == ids)
             #expect(opened.reads.map(\.amount) == ["10.00", "20.50", "0.99"])
-            #expect(opened.reads.allSatisfy { $0.merchantID == Harness.merchant && $0.expiresAt > Date().addingTimeInterval(100 * 3600) })
+            #expect(
+                opened.reads.allSatisfy {
+                    $0.merchantID == Harness.merchant && $0.expiresAt > Date().addingTimeInterval(100 * 3600)
+                }
+            )
 
             let token = try sandbox.issueDeletionToken(for: Array(batch.data))
             #expect(try await store.resolveBatch(batchDeletionToken: token) == 0)
@@ -73,7 +77,8 @@ import Testing
         }
         // The test card's PAN (Config/cards/pay-visa-qvsdc.json), as ASCII digits and as BCD, never in any file.
         let profile = try JSONValue.parse(try PackageFiles.contents(of: "Config/cards/pay-visa-qvsdc.json"))
-        guard case .array(let applications)? = profile["applications"], case .string(let pan)? = applications.first?["pan"]
+        guard case .array(let applications)? = profile["applications"],
+            case .string(let pan)? = applications.first?["pan"]
         else {
             Issue.record("no PAN in the profile")
             return
@@ -121,15 +126,27 @@ import Testing
             #expect(storeCode(empty) == .storeAndForwardResultsNotFound)
             var ids: [String] = []
             for index in 1...5 { ids.append(try await session.readPaymentCard(Harness.purchase("\(index).00")).id) }
-            #expect(storeCode(await thrownError { try await store.fetchStoredPaymentCardReadResultBatch(size: -1) }) == .storeAndForwardBatchSizeInvalid)
-            #expect(storeCode(await thrownError { try await store.fetchStoredPaymentCardReadResultBatch(size: 6) }) == .storeAndForwardBatchSizeInvalid)
+            #expect(
+                storeCode(await thrownError { try await store.fetchStoredPaymentCardReadResultBatch(size: -1) })
+                    == .storeAndForwardBatchSizeInvalid
+            )
+            #expect(
+                storeCode(await thrownError { try await store.fetchStoredPaymentCardReadResultBatch(size: 6) })
+                    == .storeAndForwardBatchSizeInvalid
+            )
             let sandbox = try Harness.sandbox(manifest)
             let first = try await store.fetchStoredPaymentCardReadResultBatch(size: 2)
             #expect(first.payments.map(\.id) == Array(ids[0..<2]))
-            #expect(try await store.resolveBatch(batchDeletionToken: sandbox.issueDeletionToken(for: Array(first.data))) == 3)
+            #expect(
+                try await store.resolveBatch(batchDeletionToken: sandbox.issueDeletionToken(for: Array(first.data)))
+                    == 3
+            )
             let second = try await store.fetchStoredPaymentCardReadResultBatch(size: 0)
             #expect(second.payments.map(\.id) == Array(ids[2...]))
-            #expect(try await store.resolveBatch(batchDeletionToken: sandbox.issueDeletionToken(for: Array(second.data))) == 0)
+            #expect(
+                try await store.resolveBatch(batchDeletionToken: sandbox.issueDeletionToken(for: Array(second.data)))
+                    == 0
+            )
         }
     }
 
@@ -142,14 +159,22 @@ import Testing
             let error = await thrownError { try await reader.prepareStoreAndForward() }
             #expect((error as? PaymentCardReaderError)?.code == .storeAndForwardNotAllowed)
             // A token the processor issued 25 h ago (valid for 48 h): the processor was not reached within 24 h.
-            let old = try Harness.token(manifest, issuedAt: Date().addingTimeInterval(-25 * 3600), lifetime: .seconds(48 * 3600))
+            let old = try Harness.token(
+                manifest,
+                issuedAt: Date().addingTimeInterval(-25 * 3600),
+                lifetime: .seconds(48 * 3600)
+            )
             try await reader.linkAccount(using: old)
             let session = try await StoreAndForwardPaymentCardReaderSession(reader: reader, token: old)
             let stale = await thrownError { try await session.prepare() }
             #expect((stale as? PaymentCardReaderError)?.code == .storeAndForwardNotAllowed)
             #expect((stale as? PaymentCardReaderError)?.reason.contains("onlineWithinHours") == true)
             // 23 h ago: inside the window.
-            let recent = try Harness.token(manifest, issuedAt: Date().addingTimeInterval(-23 * 3600), lifetime: .seconds(48 * 3600))
+            let recent = try Harness.token(
+                manifest,
+                issuedAt: Date().addingTimeInterval(-23 * 3600),
+                lifetime: .seconds(48 * 3600)
+            )
             let accepted = try await StoreAndForwardPaymentCardReaderSession(reader: reader, token: recent)
             try await accepted.prepare()
             #expect(try await accepted.readPaymentCard(Harness.purchase("5.00")).outcome == .success)

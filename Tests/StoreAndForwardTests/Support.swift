@@ -49,7 +49,11 @@ enum Harness {
               }
             }
             """
-        return try Manifest.parse(Array(text.utf8), baseDirectory: PackageFiles.configDirectory, registry: BuiltinPlugins.registry)
+        return try Manifest.parse(
+            Array(text.utf8),
+            baseDirectory: PackageFiles.configDirectory,
+            registry: BuiltinPlugins.registry
+        )
     }
 
     static func withKernel<T: Sendable>(_ manifest: Manifest, _ body: @Sendable (Kernel) async throws -> T) async throws
@@ -82,7 +86,11 @@ enum Harness {
         return (reader, try await reader.prepareStoreAndForward())
     }
 
-    static func purchase(_ amount: String, _ currency: String = "USD", type: PaymentCardTransactionRequest.TransactionType = .purchase)
+    static func purchase(
+        _ amount: String,
+        _ currency: String = "USD",
+        type: PaymentCardTransactionRequest.TransactionType = .purchase
+    )
         -> PaymentCardTransactionRequest
     {
         PaymentCardTransactionRequest(
@@ -114,7 +122,9 @@ final class TestWallClock: Sendable {
 }
 
 /// The error `body` throws, or `nil` (recording an issue) when it returns.
-func thrownError<T>(sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T) async -> (any Error)? {
+func thrownError<T>(sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T) async -> (
+    any Error
+)? {
     do {
         _ = try await body()
         Issue.record("expected an error", sourceLocation: sourceLocation)

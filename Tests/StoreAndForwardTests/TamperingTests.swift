@@ -37,8 +37,12 @@ import Testing
             #expect(storeCode(error) == .tampered)
             #expect(try await service.store.activeBatch() == nil)
             // An edited envelope is caught by its digest.
-            try await service.store.executeForTesting("UPDATE reads SET body = (SELECT body FROM reads WHERE seq = 1) WHERE seq = 2")
-            #expect(storeCode(await thrownError { try await store.fetchStoredPaymentCardReadResultBatch() }) == .tampered)
+            try await service.store.executeForTesting(
+                "UPDATE reads SET body = (SELECT body FROM reads WHERE seq = 1) WHERE seq = 2"
+            )
+            #expect(
+                storeCode(await thrownError { try await store.fetchStoredPaymentCardReadResultBatch() }) == .tampered
+            )
         }
     }
 
@@ -77,9 +81,15 @@ import Testing
             #expect(throws: ProximaError.self) { try sandbox.openBatch(dropped.bytes) }
             // Pinned to another certificate.
             let other = try X509Certificate.selfIssued(
-                commonName: "other", privateKey: rogue, serialNumber: [1], notBefore: 0, notAfter: 2_000_000_000
+                commonName: "other",
+                privateKey: rogue,
+                serialNumber: [1],
+                notBefore: 0,
+                notAfter: 2_000_000_000
             )
-            #expect(throws: ProximaError.self) { try sandbox.openBatch(bytes, pinnedCertificate: other.derRepresentation) }
+            #expect(throws: ProximaError.self) {
+                try sandbox.openBatch(bytes, pinnedCertificate: other.derRepresentation)
+            }
             _ = try sandbox.openBatch(bytes, pinnedCertificate: container.certificate)
         }
     }
@@ -95,47 +105,78 @@ import Testing
             let forgedSigner = JWTSigner(privateKey: try P256.PrivateKey())
             let claims = try JSONWebToken(compactSerialization: good.rawValue).claims.json
             let forged = StoreAndForwardBatchDeletionToken(rawValue: try forgedSigner.sign(claims: claims))
-            #expect(storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: forged) }) == .storeAndForwardDeletionTokenInvalid)
+            #expect(
+                storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: forged) })
+                    == .storeAndForwardDeletionTokenInvalid
+            )
 
             // Altered: one character of the payload.
             var parts = good.rawValue.split(separator: ".").map(String.init)
             parts[1] = String(parts[1].dropLast()) + (parts[1].last == "A" ? "B" : "A")
             let altered = StoreAndForwardBatchDeletionToken(rawValue: parts.joined(separator: "."))
-            #expect(storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: altered) }) == .storeAndForwardDeletionTokenInvalid)
+            #expect(
+                storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: altered) })
+                    == .storeAndForwardDeletionTokenInvalid
+            )
 
             // Expired.
-            let expired = try sandbox.issueDeletionToken(for: bytes, lifetime: .seconds(60), now: Date().addingTimeInterval(-3600))
-            #expect(storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: expired) }) == .storeAndForwardDeletionTokenExpired)
+            let expired = try sandbox.issueDeletionToken(
+                for: bytes,
+                lifetime: .seconds(60),
+                now: Date().addingTimeInterval(-3600)
+            )
+            #expect(
+                storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: expired) })
+                    == .storeAndForwardDeletionTokenExpired
+            )
 
             // For other bytes (the processor received something else): the digest does not match.
             var otherBytes = try BatchContainer.parse(bytes)
             otherBytes.entries.removeLast()
             let otherDigest = try sandbox.issueDeletionToken(for: otherBytes.bytes)
-            #expect(storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: otherDigest) }) == .storeAndForwardDeletionTokenInvalid)
+            #expect(
+                storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: otherDigest) })
+                    == .storeAndForwardDeletionTokenInvalid
+            )
 
             // For another batch id.
             var otherBatch = try BatchContainer.parse(bytes)
             otherBatch.id = UUID().uuidString.lowercased()
             let otherID = try sandbox.issueDeletionToken(for: otherBatch.bytes)
-            #expect(storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: otherID) }) == .storeAndForwardDeletionTokenInvalid)
+            #expect(
+                storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: otherID) })
+                    == .storeAndForwardDeletionTokenInvalid
+            )
 
             #expect(try await store.fetchStoredPaymentCardReadResultCount() == 2)
 
             // The sketch's handle without a recorded processor token: refused, nothing deleted.
-            #expect(storeCode(await thrownError { try await store.delete(using: batch.deletionToken) }) == .storeAndForwardDeletionTokenInvalid)
+            #expect(
+                storeCode(await thrownError { try await store.delete(using: batch.deletionToken) })
+                    == .storeAndForwardDeletionTokenInvalid
+            )
             #expect(try await store.fetchStoredPaymentCardReadResultCount() == 2)
 
             // A token for a batch that was reset: refused afterwards, with or without another batch active.
             try await store.resetBatchState()
-            #expect(storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: good) }) == .storeAndForwardDeletionTokenInvalid)
+            #expect(
+                storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: good) })
+                    == .storeAndForwardDeletionTokenInvalid
+            )
             let next = try await store.fetchStoredPaymentCardReadResultBatch()
-            #expect(storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: good) }) == .storeAndForwardDeletionTokenInvalid)
+            #expect(
+                storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: good) })
+                    == .storeAndForwardDeletionTokenInvalid
+            )
 
             // The right token, recorded, then the handle deletes; the token cannot be used again.
             let right = try sandbox.issueDeletionToken(for: Array(next.data))
             try await store.record(right)
             #expect(try await store.delete(using: next.deletionToken) == 0)
-            #expect(storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: right) }) == .storeAndForwardDeletionTokenInvalid)
+            #expect(
+                storeCode(await thrownError { try await store.resolveBatch(batchDeletionToken: right) })
+                    == .storeAndForwardDeletionTokenInvalid
+            )
         }
     }
 }

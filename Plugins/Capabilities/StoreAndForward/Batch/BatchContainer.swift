@@ -58,7 +58,9 @@ package struct BatchContainer: Hashable, Sendable {
         writer.string8(readerIdentifier)
         writer.uint64(UInt64(bitPattern: createdAt))
         writer.uint32(UInt32(entries.count))
-        writer.bytes.reserveCapacity(entries.reduce(64 + certificate.count) { $0 + $1.body.count + $1.envelope.count + 72 })
+        writer.bytes.reserveCapacity(
+            entries.reduce(64 + certificate.count) { $0 + $1.body.count + $1.envelope.count + 72 }
+        )
         for entry in entries {
             writer.uint32(UInt32(entry.body.count))
             writer.bytes(entry.body)

@@ -21,10 +21,13 @@ package struct StoreAndForwardService: Sendable {
     /// The service of `payment`'s kernel, with the manifest's `capabilities.storeAndForward` and the store in the
     /// kernel's data directory.
     /// - Throws: ``StoreAndForwardError`` `notAllowed` (no or invalid settings), `storeFailed`, `tampered`.
-    package init(payment: PaymentService, now: @escaping @Sendable () -> Date = { Date() }) throws(
-        StoreAndForwardError
-    ) {
-        try self.init(payment: payment, settings: try StoreAndForwardSettings(manifest: payment.kernel.manifest), now: now)
+    package init(payment: PaymentService, now: @escaping @Sendable () -> Date = { Date() }) throws(StoreAndForwardError)
+    {
+        try self.init(
+            payment: payment,
+            settings: try StoreAndForwardSettings(manifest: payment.kernel.manifest),
+            now: now
+        )
     }
 
     /// A service with settings given in code.

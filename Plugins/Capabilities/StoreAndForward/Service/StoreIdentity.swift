@@ -31,9 +31,9 @@ package struct StoreIdentity: Sendable {
     ///   - now: The certificate's `notBefore`; it is valid for 20 years.
     /// - Throws: ``StoreAndForwardError`` `storeFailed` (files unreadable or unwritable) or `tampered` (a
     ///   certificate that is not for the key beside it).
-    package static func loadOrCreate(in directory: String, readerIdentifier: String, now: Date) throws(
-        StoreAndForwardError
-    ) -> StoreIdentity {
+    package static func loadOrCreate(in directory: String, readerIdentifier: String, now: Date)
+        throws(StoreAndForwardError) -> StoreIdentity
+    {
         let keyPath = directory + "/" + keyFileName
         let certificatePath = directory + "/" + certificateFileName
         do {
@@ -50,7 +50,9 @@ package struct StoreIdentity: Sendable {
             let certificate = try X509Certificate.selfIssued(
                 commonName: String("proxima store \(readerIdentifier)".prefix(64)),
                 privateKey: key,
-                serialNumber: try SecureRandom.bytes(count: 16).enumerated().map { $0.offset == 0 ? $0.element & 0x7F | 0x01 : $0.element },
+                serialNumber: try SecureRandom.bytes(count: 16).enumerated().map {
+                    $0.offset == 0 ? $0.element & 0x7F | 0x01 : $0.element
+                },
                 notBefore: seconds - 3600,
                 notAfter: min(seconds + 20 * 365 * 86_400, 2_524_607_999)
             )
@@ -60,7 +62,12 @@ package struct StoreIdentity: Sendable {
                 permissions: 0o644,
                 replacing: false
             )
-            return StoreIdentity(privateKey: key, certificate: certificate, keyPath: keyPath, certificatePath: certificatePath)
+            return StoreIdentity(
+                privateKey: key,
+                certificate: certificate,
+                keyPath: keyPath,
+                certificatePath: certificatePath
+            )
         } catch let failure as SystemFile.Failure where failure.errno == .fileExists {
             guard let text = try readIfPresent(certificatePath) else {
                 throw StoreAndForwardError(.storeFailed, "\(certificatePath) vanished while it was created")
@@ -87,7 +94,12 @@ package struct StoreIdentity: Sendable {
                     + "could not be verified)"
             )
         }
-        return StoreIdentity(privateKey: key, certificate: certificate, keyPath: keyPath, certificatePath: certificatePath)
+        return StoreIdentity(
+            privateKey: key,
+            certificate: certificate,
+            keyPath: keyPath,
+            certificatePath: certificatePath
+        )
     }
 
     private static func loadOrCreateKey(_ path: String) throws(StoreAndForwardError) -> P256.PrivateKey {

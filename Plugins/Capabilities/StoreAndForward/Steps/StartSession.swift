@@ -39,7 +39,9 @@ extension StoreAndForwardService {
                 limit: StoreAndForwardSettings.jsonPath + ".onlineWithinHours"
             )
         }
-        if let validFrom = merchant.validFrom, validFrom <= current { try await store.recordProcessorContact(validFrom) }
+        if let validFrom = merchant.validFrom, validFrom <= current {
+            try await store.recordProcessorContact(validFrom)
+        }
         return OfflineSession(
             id: UUID().uuidString.lowercased(),
             merchant: merchant,

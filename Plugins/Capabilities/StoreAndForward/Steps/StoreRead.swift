@@ -66,9 +66,9 @@ extension StoreAndForwardService {
 
     /// Signs `record` with the store key and commits it with its envelope.
     /// - Throws: ``StoreAndForwardError`` `limitExceeded` (the commit's own check), `storeFailed`, `busy`.
-    package func store(_ record: StoredReadRecord, envelope: [UInt8], session: String) async throws(
-        StoreAndForwardError
-    ) -> StoreTotals {
+    package func store(_ record: StoredReadRecord, envelope: [UInt8], session: String)
+        async throws(StoreAndForwardError) -> StoreTotals
+    {
         let body = record.body
         let signature: [UInt8]
         do {

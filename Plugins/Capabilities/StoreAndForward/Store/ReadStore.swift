@@ -165,8 +165,7 @@ package actor ReadStore {
     }
 
     @discardableResult
-    private func run<T>(_ operation: String, _ body: (SQLiteConnection) throws -> T) throws(StoreAndForwardError) -> T
-    {
+    private func run<T>(_ operation: String, _ body: (SQLiteConnection) throws -> T) throws(StoreAndForwardError) -> T {
         let db = try database()
         do {
             return try db.transaction { try body(db) }
@@ -223,7 +222,9 @@ package actor ReadStore {
 
     private func totals(_ db: SQLiteConnection) throws -> StoreTotals {
         var totals = StoreTotals()
-        for row in try db.query("SELECT currency, COUNT(*), SUM(amount_minor), COUNT(batch_id) FROM reads GROUP BY currency") {
+        for row in try db.query(
+            "SELECT currency, COUNT(*), SUM(amount_minor), COUNT(batch_id) FROM reads GROUP BY currency"
+        ) {
             let count = Int(row[1].integer ?? 0)
             totals.count += count
             totals.unbatched += count - Int(row[3].integer ?? 0)
@@ -354,7 +355,9 @@ package actor ReadStore {
                         + "deletion token, or reset it, before fetching another"
                 )
             }
-            let available = Int(try db.query("SELECT COUNT(*) FROM reads WHERE batch_id IS NULL").first?.first?.integer ?? 0)
+            let available = Int(
+                try db.query("SELECT COUNT(*) FROM reads WHERE batch_id IS NULL").first?.first?.integer ?? 0
+            )
             guard available > 0 else {
                 throw StoreAndForwardError(.resultsNotFound, "no stored read is waiting to be batched")
             }
@@ -387,7 +390,12 @@ package actor ReadStore {
                     )
                 }
                 entries.append(
-                    BatchContainer.Entry(record: row.record, body: row.body, envelope: row.envelope, signature: row.signature)
+                    BatchContainer.Entry(
+                        record: row.record,
+                        body: row.body,
+                        envelope: row.envelope,
+                        signature: row.signature
+                    )
                 )
             }
             let id = UUID().uuidString.lowercased()
@@ -445,7 +453,10 @@ package actor ReadStore {
     package func recordDeletionToken(_ token: VerifiedDeletionToken) throws(StoreAndForwardError) {
         try run("record a deletion token in") { db in
             _ = try self.checkedBatch(db, for: token)
-            try db.query("UPDATE batches SET deletion_token = ? WHERE id = ?", [.text(token.raw), .text(token.batchID)])
+            try db.query(
+                "UPDATE batches SET deletion_token = ? WHERE id = ?",
+                [.text(token.raw), .text(token.batchID)]
+            )
         }
     }
 
@@ -489,7 +500,8 @@ package actor ReadStore {
             )
         }
         guard let active = try activeBatch(db) else {
-            let state = try db.query("SELECT state FROM batches WHERE id = ?", [.text(token.batchID)]).first?.first?.text
+            let state = try db.query("SELECT state FROM batches WHERE id = ?", [.text(token.batchID)]).first?.first?
+                .text
             if let state {
                 throw StoreAndForwardError(
                     .deletionTokenInvalid,
