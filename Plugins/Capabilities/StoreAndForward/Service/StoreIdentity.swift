@@ -16,6 +16,13 @@ package struct StoreIdentity: Sendable {
 
     package var publicKey: P256.PublicKey { privateKey.publicKey }
 
+    /// The key of each row's HMAC-SHA256 (`mac`): SHA-256 of "proxima store row key v1" and the store key's
+    /// scalar. Checking 10,000 rows' HMACs before a batch costs milliseconds where their ECDSA signatures would
+    /// cost seconds; only the holder of the store key can make either.
+    package var rowKey: [UInt8] {
+        (try? SHA256.hash(Array("proxima store row key v1".utf8) + privateKey.rawRepresentation)) ?? []
+    }
+
     package init(privateKey: P256.PrivateKey, certificate: X509Certificate, keyPath: String, certificatePath: String) {
         self.privateKey = privateKey
         self.certificate = certificate

@@ -25,6 +25,7 @@ enum Migrations {
             envelope BLOB NOT NULL,
             body BLOB NOT NULL,
             signature BLOB NOT NULL,
+            mac BLOB NOT NULL,
             batch_id TEXT REFERENCES batches(id)
         );
         CREATE INDEX reads_by_batch ON reads (batch_id, read_at_ms, seq);

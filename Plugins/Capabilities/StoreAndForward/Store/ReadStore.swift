@@ -77,6 +77,7 @@ package actor ReadStore {
 
     package nonisolated let path: String
     package nonisolated let identity: StoreIdentity
+    private let rowKey: [UInt8]
     private var connection: SQLiteConnection?
 
     /// The one store per database file in this process, so every reader of a kernel shares its actor.
@@ -85,6 +86,7 @@ package actor ReadStore {
     private init(path: String, identity: StoreIdentity) {
         self.path = path
         self.identity = identity
+        rowKey = identity.rowKey
         executor = StoreExecutor(label: "proxima.store-and-forward")
     }
 
@@ -196,8 +198,9 @@ package actor ReadStore {
             try db.query(
                 """
                 INSERT INTO reads (id, session, lane, device, read_at_ms, kind, currency, amount_minor, amount, brand,
-                    last_four, expiry_month, expiry_year, expiration_state, effective_state, envelope, body, signature)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    last_four, expiry_month, expiry_year, expiration_state, effective_state, envelope, body, signature,
+                    mac)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(record.id), .text(row.session), .text(record.lane), .text(record.device),
@@ -206,6 +209,7 @@ package actor ReadStore {
                     .text(record.lastFourDigits), .integer(Int64(record.expirationMonth)),
                     .integer(Int64(record.expirationYear)), .text(record.expirationState.name),
                     .text(record.effectiveState.name), .blob(row.envelope), .blob(row.body), .blob(row.signature),
+                    .blob(try HMAC.authenticationCode(for: row.signature + row.body, key: self.rowKey)),
                 ]
             )
             totals.count += 1
@@ -255,24 +259,40 @@ package actor ReadStore {
     /// Every stored read in order, for tests and `proxima store status --verbose`.
     package func rows() throws(StoreAndForwardError) -> [StoredRow] {
         try run("read") { db in
-            try self.rows(db, "SELECT body, envelope, signature, session, batch_id FROM reads ORDER BY read_at_ms, seq")
+            try self.rows(db, "SELECT body, envelope, signature, session, batch_id, mac, id FROM reads ORDER BY read_at_ms, seq")
         }
     }
 
+    /// Rows of `sql` (selecting body, envelope, signature, session, batch_id, mac, id), each checked against its
+    /// HMAC and its id column: a row edited in the database throws `tampered`.
     private func rows(_ db: SQLiteConnection, _ sql: String, _ bindings: [SQLiteValue] = []) throws -> [StoredRow] {
-        try db.query(sql, bindings).map { row in
+        let rowKey = self.rowKey
+        return try db.query(sql, bindings).map { row in
             let body = row[0].blob ?? []
+            let signature = row[2].blob ?? []
+            guard
+                (try? HMAC.isValidAuthenticationCode(row[5].blob ?? [], for: signature + body, key: rowKey)) == true
+            else {
+                throw StoreAndForwardError(
+                    .tampered,
+                    "stored read \(row[6].text ?? "?") does not verify under the store key (its row was edited); "
+                        + "nothing was batched"
+                )
+            }
             let record: StoredReadRecord
             do {
                 record = try StoredReadRecord(body: body)
             } catch let error as BatchContainerError {
                 throw StoreAndForwardError(.tampered, "a stored read's record does not parse: \(error.reason)")
             }
+            guard record.id == row[6].text else {
+                throw StoreAndForwardError(.tampered, "stored read \(row[6].text ?? "?") holds another read's record")
+            }
             return StoredRow(
                 record: record,
                 body: body,
                 envelope: row[1].blob ?? [],
-                signature: row[2].blob ?? [],
+                signature: signature,
                 session: row[3].text ?? "",
                 batchID: row[4].text
             )
@@ -370,19 +390,16 @@ package actor ReadStore {
             let chosen = try self.rows(
                 db,
                 """
-                SELECT body, envelope, signature, session, batch_id FROM reads WHERE batch_id IS NULL
+                SELECT body, envelope, signature, session, batch_id, mac, id FROM reads WHERE batch_id IS NULL
                 ORDER BY read_at_ms, seq LIMIT ?
                 """,
                 [.integer(Int64(size == 0 ? available : size))]
             )
-            let key = identity.publicKey
             var entries: [BatchContainer.Entry] = []
             entries.reserveCapacity(chosen.count)
             for row in chosen {
-                guard let signature = try? P256.ECDSASignature(rawRepresentation: row.signature),
-                    key.isValidSignature(signature, for: StoredReadRecord.signaturePrefix + row.body),
-                    (try? SHA256.hash(row.envelope)) == row.record.envelopeDigest
-                else {
+                // The row's HMAC was checked when it was read; the envelope must be the one its record signs.
+                guard (try? SHA256.hash(row.envelope)) == row.record.envelopeDigest else {
                     throw StoreAndForwardError(
                         .tampered,
                         "stored read \(row.record.id) does not verify under the store key (its row was edited); "
