@@ -259,7 +259,10 @@ package actor ReadStore {
     /// Every stored read in order, for tests and `proxima store status --verbose`.
     package func rows() throws(StoreAndForwardError) -> [StoredRow] {
         try run("read") { db in
-            try self.rows(db, "SELECT body, envelope, signature, session, batch_id, mac, id FROM reads ORDER BY read_at_ms, seq")
+            try self.rows(
+                db,
+                "SELECT body, envelope, signature, session, batch_id, mac, id FROM reads ORDER BY read_at_ms, seq"
+            )
         }
     }
 
