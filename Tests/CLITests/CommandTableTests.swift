@@ -53,7 +53,8 @@ import Testing
             let section = help.components(separatedBy: "\n\n").first {
                 $0.hasPrefix("COMMANDS:") || $0.hasPrefix("SUBCOMMANDS:")
             }
-            for line in Self.lines(try #require(section)).dropFirst() {
+            // A label too long for its column puts its summary on the next line, indented further: skip those.
+            for line in Self.lines(try #require(section)).dropFirst() where !line.hasPrefix("    ") {
                 // "  psp keygen|token|decrypt  The processor's side…": the label ends at two spaces.
                 let label = try #require(line.dropFirst(2).components(separatedBy: "  ").first)
                 let words = label.split(separator: " ").map(String.init)
@@ -107,7 +108,7 @@ import Testing
         (["cardsim", "--card", "Config/cards/pay-visa-qvsdc.json"], "'proxima cardsim' needs --vpcd HOST:PORT"),
         (["psp", "decrypt", "a", "b"], "takes one argument (ENVELOPE | -), found \"b\""),
         (["readers", "extra"], "'proxima readers' takes no arguments, found \"extra\""),
-        (["psp", "frob"], "unknown subcommand \"frob\" for 'proxima psp' (expected: keygen, token or decrypt)"),
+        (["psp", "frob"], "unknown subcommand \"frob\" for 'proxima psp' (expected: keygen, token, decrypt, batch-open or deletion-token)"),
         (
             ["psp", "--out", "x", "keygen"],
             "unknown option --out for 'proxima psp'; it is an option of 'proxima psp keygen': give it after the subcommand"
@@ -152,6 +153,13 @@ import Testing
         (["vas"], 3),
         (["psp", "token"], 3),
         (["psp", "decrypt", "AAAA"], 3),
+        (["psp", "batch-open", "batch.pxb"], 3),
+        (["psp", "deletion-token", "batch.pxb"], 3),
+        (["store", "status"], 3),
+        (["store", "batch"], 3),
+        (["store", "resolve", "--token", "x.y.z"], 3),
+        (["store", "reset"], 3),
+        (["store", "decline"], 3),
         (["cardsim", "--vpcd", "127.0.0.1:1", "--card", "/nonexistent/card.json"], 1),
         (["help"], 0),
     ]
