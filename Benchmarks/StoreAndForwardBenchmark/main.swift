@@ -2,10 +2,15 @@
 // 1. durable stores per second through the public API path (`ReadStore.insert`, each one SQLite transaction
 //    committed with synchronous=FULL in WAL mode, signature included) against the machine's raw fsync rate:
 //    write(2) + fsync(2) of a small record to a file in the same directory;
+//    and the same through the public API: `StoreAndForwardPaymentCardReaderSession.readPaymentCard` on a simulated
+//    reader with air time off (the whole EMV read, HPKE seal, record signature and durable commit per read);
 // 2. a batch of 10,000 stored reads built, verified row by row, signed and serialized (goal ≤ 1 s), against
 //    SHA-256 of the same bytes.
 import Foundation
+import Proxima
 import ProximaCrypto
+import ProximaKernel
+import ProximaProcessorSandbox
 import ProximaSystem
 import StoreAndForwardCapability
 
@@ -73,6 +78,53 @@ let storeTime = try await ContinuousClock().measure {
 let storeRate = Double(durableCount) / seconds(storeTime)
 print(String(format: "raw write+fsync:          %8.0f /s", rawRate))
 print(String(format: "durable stores (FULL):    %8.0f /s  = %.2f × the raw fsync rate", storeRate, storeRate / rawRate))
+
+// Through the public API: offline reads on the simulator, each stored durably before it returns.
+let apiReads = 200
+let apiRate: Double = try await {
+    let data = directory + "/api"
+    let text = """
+        {
+          "schemaVersion": 1,
+          "dataDirectory": "\(data)",
+          "plugins": [ { "id": "sim", "type": "simulator", "config": { "airTime": false, "readers": [
+            { "id": "bench", "cards": ["cards/pay-visa-qvsdc.json"], "arrival": { "pattern": "immediate" } } ] } } ],
+          "lanes": [ { "id": "lane", "readers": ["bench"] } ],
+          "capabilities": {
+            "payment": { "processorPublicKey": "keys/psp-test-public.pem", "tokenIssuer": "https://psp.example.test",
+                         "readerIdentifier": "proxima-bench-001" },
+            "storeAndForward": { "maxStoredAmount": { "USD": "1000000.00" }, "maxStoredCount": 100000 } }
+        }
+        """
+    let configDirectory = FileManager.default.currentDirectoryPath + "/Config"
+    let manifest = try Manifest.parse(
+        Array(text.utf8),
+        baseDirectory: configDirectory,
+        registry: BuiltinPlugins.registry
+    )
+    let kernel = Kernel(manifest: manifest, registry: BuiltinPlugins.registry)
+    let token = try PaymentProcessorSandbox(manifest: manifest).issueToken(merchantID: "merchant-bench")
+    return try await kernel.withRunning { kernel in
+        await kernel.waitForReaders(count: 1)
+        let reader = PaymentCardReader(kernel: kernel, lane: "lane")
+        try await reader.linkAccount(using: token)
+        _ = try await reader.prepare(using: token)
+        let session = try await reader.prepareStoreAndForward()
+        let request = PaymentCardTransactionRequest(amount: 1, currencyCode: "USD", type: .purchase)
+        for _ in 0..<10 { try await session.readPaymentCard(request) }
+        let time = try await ContinuousClock().measure {
+            for _ in 0..<apiReads { try await session.readPaymentCard(request) }
+        }
+        return Double(apiReads) / seconds(time)
+    }
+}()
+print(
+    String(
+        format: "offline reads, public API: %8.0f /s  = %.2f × the raw fsync rate (simulated card, air time off)",
+        apiRate,
+        apiRate / rawRate
+    )
+)
 
 // Fill to 10,000 unbatched reads, unmeasured, with the commits' fsync off (the batch figure is about building,
 // signing and serializing; durability was measured above), then back to synchronous=FULL.
