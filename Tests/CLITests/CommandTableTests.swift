@@ -108,7 +108,11 @@ import Testing
         (["cardsim", "--card", "Config/cards/pay-visa-qvsdc.json"], "'proxima cardsim' needs --vpcd HOST:PORT"),
         (["psp", "decrypt", "a", "b"], "takes one argument (ENVELOPE | -), found \"b\""),
         (["readers", "extra"], "'proxima readers' takes no arguments, found \"extra\""),
-        (["psp", "frob"], "unknown subcommand \"frob\" for 'proxima psp' (expected: keygen, token, decrypt, batch-open or deletion-token)"),
+        (
+            ["psp", "frob"],
+            "unknown subcommand \"frob\" for 'proxima psp' (expected: keygen, token, decrypt, batch-open or "
+                + "deletion-token)"
+        ),
         (
             ["psp", "--out", "x", "keygen"],
             "unknown option --out for 'proxima psp'; it is an option of 'proxima psp keygen': give it after the subcommand"
