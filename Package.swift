@@ -29,6 +29,7 @@ let package = Package(
         .executable(name: "FuzzDeviceResponse", targets: ["FuzzDeviceResponse"]),
         .executable(name: "FuzzVAS", targets: ["FuzzVAS"]),
         .executable(name: "FuzzSmartTap", targets: ["FuzzSmartTap"]),
+        .executable(name: "FuzzStoreBatch", targets: ["FuzzStoreBatch"]),
         .executable(name: "SchedulerBenchmark", targets: ["SchedulerBenchmark"]),
         .executable(name: "ExchangeBenchmark", targets: ["ExchangeBenchmark"]),
         .executable(name: "PCSCBenchmark", targets: ["PCSCBenchmark"]),
@@ -40,6 +41,7 @@ let package = Package(
         .executable(name: "MDLBenchmark", targets: ["MDLBenchmark"]),
         .executable(name: "LoyaltyBenchmark", targets: ["LoyaltyBenchmark"]),
         .executable(name: "RemoteBenchmark", targets: ["RemoteBenchmark"]),
+        .executable(name: "StoreAndForwardBenchmark", targets: ["StoreAndForwardBenchmark"]),
     ],
     targets: [
         // C libraries, each behind a system-library target (module.modulemap + shim.h only).
@@ -121,6 +123,15 @@ let package = Package(
             path: "Plugins/Capabilities/Loyalty",
             swiftSettings: strict
         ),
+        // Store and forward: offline payment reads in a signed SQLite store (WAL), batches, deletion tokens, limits.
+        .target(
+            name: "StoreAndForwardCapability",
+            dependencies: [
+                "ProximaCore", "ProximaKernel", "ProximaCrypto", "ProximaSystem", "PaymentCapability", "CSQLite",
+            ],
+            path: "Plugins/Capabilities/StoreAndForward",
+            swiftSettings: strict
+        ),
         .target(
             name: "MobileDocumentCapability",
             dependencies: ["ProximaCore", "ProximaCrypto", "ProximaKernel", "ProximaSystem"],
@@ -139,6 +150,7 @@ let package = Package(
                 "ProximaCore", "ProximaKernel", "SimulatorTransport", "PCSCTransport", "IdentityCapability",
                 "PaymentCapability", "EMVCommon", "ExternalTransport", "LibNFCTransport",
                 "CCIDTransport", "LoyaltyCapability", "RemoteTransport", "MobileDocumentCapability",
+                "StoreAndForwardCapability",
             ],
             swiftSettings: strict
         ),
@@ -147,6 +159,7 @@ let package = Package(
             name: "ProximaProcessorSandbox",
             dependencies: [
                 "Proxima", "PaymentCapability", "ProximaCore", "ProximaCrypto", "ProximaKernel", "ProximaSystem",
+                "StoreAndForwardCapability",
             ],
             swiftSettings: strict
         ),
@@ -156,6 +169,7 @@ let package = Package(
                 "Proxima", "ProximaKernel", "ProximaCore", "ProximaCardEmulator", "IdentityCapability",
                 "PaymentCapability", "ProximaProcessorSandbox", "ProximaCrypto", "ProximaSystem", "RemoteTransport",
                 "MobileDocumentCapability",
+                "StoreAndForwardCapability",
             ],
             swiftSettings: strict
         ),
@@ -170,6 +184,11 @@ let package = Package(
             name: "FuzzSmartTap",
             dependencies: ["ProximaCore", "ProximaCrypto", "FuzzSupport", "LoyaltyCapability"],
             path: "Fuzz/FuzzSmartTap"
+        ),
+        .executableTarget(
+            name: "FuzzStoreBatch",
+            dependencies: ["ProximaCore", "ProximaCrypto", "StoreAndForwardCapability"],
+            path: "Fuzz/FuzzStoreBatch"
         ),
         .executableTarget(name: "FuzzBERTLV", dependencies: ["ProximaCore"], path: "Fuzz/FuzzBERTLV"),
         .target(name: "FuzzSupport", dependencies: ["ProximaCore"], path: "Fuzz/FuzzSupport"),
@@ -294,6 +313,16 @@ let package = Package(
                 "Proxima", "ProximaKernel", "ProximaCardEmulator", "ProximaCrypto", "ProximaProcessorSandbox",
             ],
             path: "Benchmarks/LoyaltyBenchmark",
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "StoreAndForwardBenchmark",
+            dependencies: [
+                "StoreAndForwardCapability", "Proxima", "ProximaKernel", "ProximaCrypto", "ProximaSystem",
+                "PaymentCapability", "ProximaProcessorSandbox",
+            ],
+            path: "Benchmarks/StoreAndForwardBenchmark",
             swiftSettings: strict
         ),
 
@@ -422,6 +451,21 @@ let package = Package(
             dependencies: [
                 "ProximaCore", "CCIDTransport", "CCIDReaderMock", "ProximaCardEmulator", "ProximaKernel", "Proxima",
                 "PaymentCapability",
+            ],
+            swiftSettings: strict
+        ),
+        // The child process the store-and-forward crash tests kill with SIGKILL (and scripts/store-soak.sh).
+        .executableTarget(
+            name: "StoreCrashWriter",
+            dependencies: ["StoreAndForwardCapability", "ProximaCrypto"],
+            path: "Tests/StoreCrashWriter",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "StoreAndForwardTests",
+            dependencies: [
+                "StoreAndForwardCapability", "StoreCrashWriter", "Proxima", "ProximaCore", "ProximaKernel",
+                "ProximaCrypto", "PaymentCapability", "ProximaProcessorSandbox", "ProximaTestSupport", "ProximaSystem",
             ],
             swiftSettings: strict
         ),

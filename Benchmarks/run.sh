@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One product per build: given several --product flags, SwiftPM builds only the last.
-for product in SchedulerBenchmark ExchangeBenchmark PaymentBenchmark ODABenchmark LoyaltyBenchmark MDLBenchmark PCSCBenchmark ExternalBenchmark RemoteBenchmark LibNFCBenchmark CCIDBenchmark proxima; do
+for product in SchedulerBenchmark ExchangeBenchmark PaymentBenchmark ODABenchmark LoyaltyBenchmark StoreAndForwardBenchmark MDLBenchmark PCSCBenchmark ExternalBenchmark RemoteBenchmark LibNFCBenchmark CCIDBenchmark proxima; do
     swift build -c release --product "$product" 2>&1 | grep -v 'prohibited flag' | tail -n 1
 done
 echo "== Scheduler: lease + release cycles, 64 readers, 16 lanes, 1,000 requesters"
@@ -30,6 +30,9 @@ echo "== mDL reader: Annex D DeviceResponse verification against a Python verifi
 echo
 echo "== Loyalty taps on the simulator, air time off: VAS only and VAS + payment against payment only"
 .build/release/LoyaltyBenchmark
+echo
+echo "== Store and forward: durable stores/s against the raw fsync rate; a 10,000-read batch built and signed"
+.build/release/StoreAndForwardBenchmark
 echo
 echo "== Peak memory of 'proxima demo --lanes 16 --readers 64'"
 /usr/bin/time -v .build/release/proxima demo --config Config/proxima.json --lanes 16 --readers 64 --taps 640 \

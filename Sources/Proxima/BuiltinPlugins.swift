@@ -9,6 +9,7 @@ internal import ProximaCore
 public import ProximaKernel
 internal import RemoteTransport
 internal import SimulatorTransport
+internal import StoreAndForwardCapability
 
 /// The plugin types compiled into Proxima, registered in code: the manifest's `type` picks one.
 ///
@@ -101,6 +102,7 @@ public enum BuiltinPlugins {
         registry.register(PaymentSettings.capabilityType)
         registry.register(LoyaltySettings.capabilityType)
         registry.register(MobileDocumentSettings.capabilityType)
+        registry.register(StoreAndForwardSettings.capabilityType)
         return registry
     }()
 }

@@ -122,6 +122,8 @@ public final class PaymentCardReader: Sendable {
     let readSlot = PaymentReadSlot()
     /// The loyalty service of the same kernel and lane, made (and its keys loaded) on first use.
     let loyalty = LoyaltyServiceCache()
+    /// The store-and-forward service (made on first use) and the merchant of the last online prepare.
+    let storeAndForward = StoreAndForwardState()
     private let eventContinuation: AsyncStream<Event>.Continuation
 
     /// A reader on the process-wide default kernel (Apple's `init(options:)`).

@@ -46,12 +46,18 @@ public enum PaymentCardReaderError: Error, Hashable, Sendable, CustomStringConve
     /// A ``VASRequest`` names no merchant, or a merchant without keys in `capabilities.loyalty.appleVAS`, or the
     /// manifest has no valid `capabilities.loyalty` block.
     case invalidVASMerchants(String)
+    /// An offline session may not start: no valid `capabilities.storeAndForward`, store and forward disabled, or
+    /// the processor not reached within `onlineWithinHours` (prepare an online session first).
+    case storeAndForwardNotAllowed(String)
+    /// The offline session's `sessionHours` have passed: prepare a new one.
+    case storeAndForwardSessionExpired(String)
 
     /// The case without its reason, for comparing and switching.
     public enum Code: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
         case notAllowed, unsupported, networkError, emptyReaderToken, invalidReaderToken, tokenExpired, readerBusy
         case accountNotLinked, accountAlreadyLinked, accountLinkingFailed, accountLinkingCheckFailed, notReady
         case backgrounded, invalidVASMerchants
+        case storeAndForwardNotAllowed, storeAndForwardSessionExpired
 
         public var description: String { rawValue }
     }
@@ -72,6 +78,8 @@ public enum PaymentCardReaderError: Error, Hashable, Sendable, CustomStringConve
         case .notReady: .notReady
         case .backgrounded: .backgrounded
         case .invalidVASMerchants: .invalidVASMerchants
+        case .storeAndForwardNotAllowed: .storeAndForwardNotAllowed
+        case .storeAndForwardSessionExpired: .storeAndForwardSessionExpired
         }
     }
 
@@ -82,7 +90,8 @@ public enum PaymentCardReaderError: Error, Hashable, Sendable, CustomStringConve
             .emptyReaderToken(let reason), .invalidReaderToken(let reason), .tokenExpired(let reason),
             .readerBusy(let reason), .accountNotLinked(let reason), .accountAlreadyLinked(let reason),
             .accountLinkingFailed(let reason), .accountLinkingCheckFailed(let reason), .notReady(let reason),
-            .backgrounded(let reason), .invalidVASMerchants(let reason):
+            .backgrounded(let reason), .invalidVASMerchants(let reason), .storeAndForwardNotAllowed(let reason),
+            .storeAndForwardSessionExpired(let reason):
             reason
         }
     }
@@ -135,11 +144,19 @@ extension PaymentCardReaderSession {
         case timedOut(String)
         /// An internal failure (sealing the card data, an unexpected error type); the reason says which.
         case readerServiceError(String)
+        /// A store-and-forward limit refused the read (the reason names the limit and the figures); nothing was
+        /// stored.
+        case storeAndForwardLimitExceeded(String)
+        /// `decline()` more than 60 s after the read, or of a read already batched.
+        case storeAndForwardDeclineFailed(String)
+        /// `decline()` found no stored read of the session.
+        case storeAndForwardResultNotFound(String)
 
         /// The case without its reason, for comparing and switching.
         public enum Code: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
             case cancelled, readCancelled, invalidAmount, invalidCurrencyCode, notReady, cardReadFailed
             case cardNotSupported, paymentCardDeclined, readerNotAvailable, timedOut, readerServiceError
+            case storeAndForwardLimitExceeded, storeAndForwardDeclineFailed, storeAndForwardResultNotFound
 
             public var description: String { rawValue }
         }
@@ -157,6 +174,9 @@ extension PaymentCardReaderSession {
             case .readerNotAvailable: .readerNotAvailable
             case .timedOut: .timedOut
             case .readerServiceError: .readerServiceError
+            case .storeAndForwardLimitExceeded: .storeAndForwardLimitExceeded
+            case .storeAndForwardDeclineFailed: .storeAndForwardDeclineFailed
+            case .storeAndForwardResultNotFound: .storeAndForwardResultNotFound
             }
         }
 
@@ -166,7 +186,8 @@ extension PaymentCardReaderSession {
             case .cancelled(let reason), .readCancelled(let reason), .invalidAmount(let reason),
                 .invalidCurrencyCode(let reason), .notReady(let reason), .cardReadFailed(let reason),
                 .cardNotSupported(let reason), .paymentCardDeclined(let reason), .readerNotAvailable(let reason),
-                .timedOut(let reason), .readerServiceError(let reason):
+                .timedOut(let reason), .readerServiceError(let reason), .storeAndForwardLimitExceeded(let reason),
+                .storeAndForwardDeclineFailed(let reason), .storeAndForwardResultNotFound(let reason):
                 reason
             }
         }

@@ -36,7 +36,8 @@ public final class PaymentCardReaderSession: Sendable {
         prepared.withLock { $0 = false }
         let service = try reader.resolvedService()
         reader.emit(.updateProgress(1))
-        _ = try reader.mapped { try service.linkedMerchant(token.rawValue) }
+        let merchant = try reader.mapped { try service.linkedMerchant(token.rawValue) }
+        reader.storeAndForward.recordOnlinePrepare(merchant)
         reader.emit(.updateProgress(50))
         let timeout = reader.options.prepareTimeout
         guard await service.waitUntilReady(pinnedReader: reader.options.pinnedReader, timeout: timeout) else {

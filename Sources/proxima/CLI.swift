@@ -33,6 +33,7 @@ enum CLI {
             subcommands: [
                 ConfigCommand.command, ReadersCommand.command, DemoCommand.command, PayCommand.command,
                 VASCommand.command, AgentCommand.command, HowToCommand.command, IDCommand.command,
+                StoreCommand.command,
                 PSPCommand.command, CardsimCommand.command, helpCommand,
             ]
         )

@@ -63,7 +63,11 @@ enum DemoCommand {
             defer { group.cancelAll() }
             try await store.linkAccount()
             try await store.showHowToTap()
-            return await store.run()
+            let report = await store.run()
+            if case .payment(let sandbox, let token) = mode, manifest.capabilities["storeAndForward"] != nil {
+                try await DemoStoreAndForward.run(kernel: kernel, sandbox: sandbox, token: token)
+            }
+            return report
         }
         print(report.summary)
         for failure in kernel.pluginFailures { printError("proxima: \(failure)") }

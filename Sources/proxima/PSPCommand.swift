@@ -12,7 +12,7 @@ enum PSPCommand {
 
     static let command = Command(
         name: "psp",
-        summary: "The processor's side, as a sandbox: keygen, token, decrypt, reader-key.",
+        summary: "The processor's side, as a sandbox: keygen, token, decrypt, reader-key, batch-open, deletion-token.",
         details: "A sandbox of the payment processor's side, for integrators.",
         subcommands: [
             Command(
@@ -90,6 +90,32 @@ enum PSPCommand {
                     """,
                 options: [keyOption],
                 action: { try await readerKey($0) }
+            ),
+            Command(
+                name: "batch-open",
+                summary: "Verify a store-and-forward batch and open every envelope in it.",
+                details: """
+                    Verifies a batch container (Docs/store-and-forward-batch.md): the batch and record signatures
+                    under the store certificate it carries, each envelope's digest; then opens every envelope with
+                    the private key and prints each read (masked) and the batch digest.
+                    """,
+                options: [keyOption],
+                positionals: [Positional(placeholder: "FILE", help: "The batch container.", optional: false)],
+                action: { try await batchOpen($0) }
+            ),
+            Command(
+                name: "deletion-token",
+                summary: "Issue the processor's deletion token for a batch it received.",
+                details: """
+                    Verifies and opens the batch container FILE as batch-open does, then prints the deletion token
+                    (ES256 JWT over the batch id and digest) for 'proxima store resolve --token'.
+                    """,
+                options: [
+                    keyOption,
+                    .value("lifetime", "S", help: "How long the token is valid, in seconds.", default: "3600"),
+                ],
+                positionals: [Positional(placeholder: "FILE", help: "The batch container.", optional: false)],
+                action: { try await deletionToken($0) }
             ),
         ]
     )
@@ -191,6 +217,35 @@ enum PSPCommand {
             ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : argument
         let contents = try sandbox.open(input.trimmingCharacters(in: .whitespacesAndNewlines))
         print(contents.contents.formatted(revealingPAN: args.flag("reveal")))
+        return .success
+    }
+
+    /// The batch file of `batch-open` and `deletion-token`, verified and opened.
+    static func openedBatch(_ args: Arguments) throws -> (PaymentProcessorSandbox, [UInt8], OpenedBatch) {
+        let manifest = try CLI.loadManifest(args.configPath)
+        try checkKey(args, manifest)
+        let sandbox = try PaymentProcessorSandbox(manifest: manifest, privateKeyFile: args.value("key"))
+        guard let file = args.positionals.first else { throw UsageError("give the batch container FILE") }
+        let bytes: [UInt8]
+        do {
+            bytes = try SystemFile.read(file, limit: 256 << 20)
+        } catch {
+            throw FileProblem(path: file, error, remedy: "give the file 'proxima store batch --out' wrote")
+        }
+        return (sandbox, bytes, try sandbox.openBatch(bytes))
+    }
+
+    static func batchOpen(_ args: Arguments) async throws -> ExitCode {
+        let (_, _, opened) = try openedBatch(args)
+        print(opened.description)
+        print("every signature verifies and every envelope opens")
+        return .success
+    }
+
+    static func deletionToken(_ args: Arguments) async throws -> ExitCode {
+        let (sandbox, bytes, _) = try openedBatch(args)
+        let lifetime = try args.integer("lifetime", in: 1...31_536_000)
+        print(try sandbox.issueDeletionToken(for: bytes, lifetime: .seconds(lifetime)).rawValue)
         return .success
     }
 

@@ -39,6 +39,10 @@ enum PayCommand {
                 help: "Also read this merchant's loyalty pass first, in the same tap (repeatable; see 'proxima vas').",
                 repeatable: true
             ),
+            .flag(
+                "offline",
+                help: "Store the read for later forwarding (store and forward) instead of printing its envelope."
+            ),
         ],
         notes: "The account is linked on first use with the token (as PaymentCardReader.linkAccount does).",
         action: { try await run($0) }
@@ -96,6 +100,9 @@ enum PayCommand {
             }
             defer { events.cancel() }
             let request = PaymentCardTransactionRequest(amount: amount, currencyCode: currency, type: type)
+            if args.flag("offline") {
+                return try await StoreCommand.payOffline(reader, request)
+            }
             let passes = args.values("vas")
             let result: PaymentCardReadResult
             if passes.isEmpty {

@@ -10,8 +10,10 @@ import Testing
         [], ["config"], ["config", "check"], ["readers"], ["demo"], ["pay"], ["psp"], ["psp", "keygen"],
         ["psp", "token"], ["psp", "decrypt"], ["psp", "reader-key"], ["cardsim"], ["vas"], ["agent"], ["howto"],
         ["id"], ["help"],
+        ["psp", "batch-open"], ["psp", "deletion-token"], ["store"], ["store", "status"], ["store", "batch"],
+        ["store", "resolve"], ["store", "reset"], ["store", "decline"],
     ]
-    static let groups: Set<[String]> = [[], ["config"], ["psp"]]
+    static let groups: Set<[String]> = [[], ["config"], ["psp"], ["store"]]
     static var leaves: [[String]] { commands.filter { !groups.contains($0) } }
 
     static func invocation(_ path: [String]) -> String { (["proxima"] + path).joined(separator: " ") }
@@ -109,7 +111,8 @@ import Testing
         (["readers", "extra"], "'proxima readers' takes no arguments, found \"extra\""),
         (
             ["psp", "frob"],
-            "unknown subcommand \"frob\" for 'proxima psp' (expected: keygen, token, decrypt or reader-key)"
+            "unknown subcommand \"frob\" for 'proxima psp' (expected: keygen, token, decrypt, reader-key, batch-open or "
+                + "deletion-token)"
         ),
         (
             ["psp", "--out", "x", "keygen"],
@@ -158,6 +161,13 @@ import Testing
         (["psp", "decrypt", "AAAA"], 3),
         (["psp", "reader-key"], 3),
         (["howto"], 3),
+        (["psp", "batch-open", "batch.pxb"], 3),
+        (["psp", "deletion-token", "batch.pxb"], 3),
+        (["store", "status"], 3),
+        (["store", "batch"], 3),
+        (["store", "resolve", "--token", "x.y.z"], 3),
+        (["store", "reset"], 3),
+        (["store", "decline"], 3),
         (["cardsim", "--vpcd", "127.0.0.1:1", "--card", "/nonexistent/card.json"], 1),
         (["agent", "--connect", "127.0.0.1:1", "--certificate", "c.pem", "--key", "k.pem", "--ca", "ca.pem"], 3),
         (["help"], 0),

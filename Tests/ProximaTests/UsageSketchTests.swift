@@ -34,7 +34,8 @@ import Testing
                 "readerIdentifier": "proxima-sketch-001" },
                 "mobileDocument": { "trustAnchors": ["\(Package.configDirectory)/keys/mdl-iaca-test.pem"],
                   "readerAuthentication": { "privateKey": "\(Package.configDirectory)/keys/mdl-reader-test-private.pem",
-                    "certificateChain": ["\(Package.configDirectory)/keys/mdl-reader-test.pem"] } } }
+                    "certificateChain": ["\(Package.configDirectory)/keys/mdl-reader-test.pem"] } },
+                "storeAndForward": { "maxStoredAmount": { "USD": "500.00" } } }
             }
             """
         let path = directory + "/proxima.json"
@@ -76,6 +77,57 @@ import Testing
         #expect(contents.merchantID == "sketch-merchant")
         #expect(contents.readerIdentifier == "proxima-sketch-001")
         #expect(FileManager.default.fileExists(atPath: Self.environment + "/var/account-link.json"))
+    }
+
+    /// The sketch's store-and-forward flow as written, the PSP exchange filled in where its comment stands: the
+    /// processor opens `batch.data` and returns its deletion token, which the app records; the sketch's
+    /// `delete(using: batch.deletionToken)` then deletes the batch. Without a recorded processor token the same
+    /// call refuses and nothing is lost.
+    @Test func storeAndForwardSketchRunsAsWritten() async throws {
+        _ = Self.environment
+        let pspProvidedJWT = try Self.sandbox().issueToken(merchantID: "sketch-merchant").rawValue
+        let reader = PaymentCardReader()
+        let token = PaymentCardReader.Token(rawValue: pspProvidedJWT)
+        if try await !reader.isAccountLinked(using: token) {
+            try await reader.linkAccount(using: token)
+        }
+        let request = PaymentCardTransactionRequest(amount: Decimal(29.99), currencyCode: "USD", type: .purchase)
+
+        // The sketch, as written.
+        let sfSession = try await StoreAndForwardPaymentCardReaderSession(
+            reader: reader,
+            token: token
+        )
+        try await sfSession.prepare()
+
+        // Transactions are stored locally
+        let result = try await sfSession.readPaymentCard(request)
+
+        // Later, when online: retrieve and send batches
+        let store = PaymentCardReaderStore()
+        let batches: [StoreAndForwardBatch] = try await store.allBatches()
+
+        // Without the processor's token, the sketch's delete refuses and keeps every read.
+        for batch in batches {
+            await #expect(throws: PaymentCardReaderStore.StoreError.self) {
+                try await store.delete(using: batch.deletionToken)
+            }
+        }
+        #expect(try await store.fetchStoredPaymentCardReadResultCount() >= 1)
+
+        for batch in batches {
+            // Send batch.data to PSP
+            let opened = try Self.sandbox().openBatch(Array(batch.data))
+            #expect(opened.reads.contains { $0.transactionID == result.id && $0.amount == "29.99" })
+            try await store.record(try Self.sandbox().issueDeletionToken(for: Array(batch.data)))
+            // On success, delete the batch
+            try await store.delete(using: batch.deletionToken)
+        }
+
+        #expect(batches.count == 1)
+        #expect(batches.first?.payments.contains { $0.id == result.id } == true)
+        #expect(try await store.fetchStoredPaymentCardReadResultCount() == 0)
+        #expect(try await store.allBatches().isEmpty)
     }
 
     /// The sketch's error handling, with a statement in each case: its cases exist and its patterns compile.

@@ -25,11 +25,20 @@ package struct PaymentReadOptions: Sendable {
     /// Return reads that ended without an online request or approval (declined, card not supported, …) as
     /// results with their failure, instead of throwing ``PaymentReadFailure``.
     package var includeFailedReads: Bool
+    /// How long the sealed card data stays valid for the processor, instead of `cardDataTTLSeconds`: a stored
+    /// read's envelope must outlive the time offline (`capabilities.storeAndForward.storedReadValidityHours`).
+    package var cardDataLifetime: Duration?
 
-    package init(pinnedReader: ReaderID? = nil, timeout: Duration? = nil, includeFailedReads: Bool = false) {
+    package init(
+        pinnedReader: ReaderID? = nil,
+        timeout: Duration? = nil,
+        includeFailedReads: Bool = false,
+        cardDataLifetime: Duration? = nil
+    ) {
         self.pinnedReader = pinnedReader
         self.timeout = timeout
         self.includeFailedReads = includeFailedReads
+        self.cardDataLifetime = cardDataLifetime
     }
 }
 

@@ -174,7 +174,29 @@ package struct PaymentService: Sendable {
         onEvent: @escaping @Sendable (PaymentReadEvent) -> Void,
         before prelude: @escaping @Sendable (any CardChannel, TapContext) async throws -> (Prelude, proceed: Bool)
     ) async throws -> (Prelude, SealedPaymentRead?) {
-        let merchant = try linkedMerchant(token)
+        try await read(
+            order,
+            merchant: try linkedMerchant(token),
+            slot: slot,
+            owner: owner,
+            options: options,
+            onEvent: onEvent,
+            before: prelude
+        )
+    }
+
+    /// Reads a card like ``read(_:token:slot:owner:options:onEvent:before:)`` for a merchant whose token was
+    /// verified and linked earlier: store and forward verifies the token when its offline session starts, and
+    /// keeps reading after the token's `exp` for as long as the session lasts.
+    package func read<Prelude: Sendable>(
+        _ order: PaymentOrder,
+        merchant: VerifiedReaderToken,
+        slot: PaymentReadSlot,
+        owner: ObjectIdentifier,
+        options: PaymentReadOptions,
+        onEvent: @escaping @Sendable (PaymentReadEvent) -> Void,
+        before prelude: @escaping @Sendable (any CardChannel, TapContext) async throws -> (Prelude, proceed: Bool)
+    ) async throws -> (Prelude, SealedPaymentRead?) {
         let (currency, minorUnits) = try validate(order)
         let cancelSignal = try slot.begin(owner: owner, lane: lane)
         defer { slot.end() }
@@ -193,8 +215,10 @@ package struct PaymentService: Sendable {
             unpredictableNumbers: unpredictableNumbers,
             certificationAuthorities: settings.certificationAuthorities
         ) { event, _ in events.capability(event) }
+        var sealingSettings = settings
+        if let lifetime = options.cardDataLifetime { sealingSettings.cardDataTTL = lifetime }
         let sealing = Sealing(
-            settings: settings,
+            settings: sealingSettings,
             readerKey: readerKey,
             order: order,
             currency: currency,

@@ -1,0 +1,124 @@
+internal import Foundation
+package import PaymentCapability
+internal import ProximaCore
+
+extension StoreAndForwardService {
+    /// The checks a read passes before the tap: the session's time, refunds, the currency, the per-transaction
+    /// amount, and the stored count and total as they stand (checked again when the read is committed).
+    /// - Returns: The currency and the amount in minor units.
+    /// - Throws: ``StoreAndForwardError`` `sessionExpired` or `limitExceeded` naming the limit and figures;
+    ///   the payment service's `invalidCurrency` and `invalidAmount` for an order that is not valid at all.
+    package func checkBeforeTap(_ order: PaymentOrder, session: OfflineSession, lane: String) async throws -> (
+        ISO4217Currency, Int64
+    ) {
+        let path = StoreAndForwardSettings.jsonPath
+        guard now() < session.expiresAt else {
+            throw StoreAndForwardError(
+                .sessionExpired,
+                "the offline session expired at \(AccountLinkStore.format(session.expiresAt)) (sessionHours "
+                    + "\(settings.session.components.seconds / 3600)); prepare a new one",
+                limit: path + ".sessionHours"
+            )
+        }
+        let (currency, minorUnits) = try payment.validate(order)
+        switch order.kind {
+        case .verification:
+            throw StoreAndForwardError(
+                .limitExceeded,
+                "a card check without a charge cannot be stored: it needs the processor online",
+                limit: path
+            )
+        case .refund where !settings.allowRefunds:
+            throw StoreAndForwardError(
+                .limitExceeded,
+                "refunds are refused offline (\(path).allowRefunds is false) [lane \(lane)]",
+                limit: path + ".allowRefunds"
+            )
+        case .refund, .purchase:
+            break
+        }
+        guard let limit = settings.currencies[currency.alphabeticCode] else {
+            let listed = settings.currencies.keys.sorted().joined(separator: ", ")
+            throw StoreAndForwardError(
+                .limitExceeded,
+                "\(currency.alphabeticCode) is not accepted offline: maxStoredAmount lists \(listed) [lane \(lane)]",
+                limit: path + ".maxStoredAmount"
+            )
+        }
+        if let maximum = limit.maxTransaction, minorUnits > maximum {
+            throw StoreAndForwardError(
+                .limitExceeded,
+                "\(currency.format(minorUnitAmount: minorUnits)) \(currency.alphabeticCode) is above "
+                    + "maxTransactionAmount \(currency.format(minorUnitAmount: maximum)) for one offline read "
+                    + "(AMOUNT_EXCEEDS_MAX_OFFLINE_AMOUNT) [lane \(lane)]",
+                limit: path + ".maxTransactionAmount.\(currency.alphabeticCode)"
+            )
+        }
+        if let refusal = settings.storageRefusal(
+            adding: minorUnits,
+            currency: currency.alphabeticCode,
+            to: try await store.totals(),
+            lane: lane
+        ) {
+            throw refusal
+        }
+        return (currency, minorUnits)
+    }
+
+    /// The checks of the card once read: its brand and expiry.
+    /// - Throws: ``StoreAndForwardError`` `limitExceeded` naming the brand list or the expiry.
+    package func checkCard(_ card: MaskedCard, lane: String) throws(StoreAndForwardError) {
+        let path = StoreAndForwardSettings.jsonPath
+        if let brands = settings.allowedBrands, !brands.contains(card.brand) {
+            throw StoreAndForwardError(
+                .limitExceeded,
+                "\(card.brand) cards are not accepted offline: allowedBrands is \(brands.joined(separator: ", ")) "
+                    + "[lane \(lane)]",
+                limit: path + ".allowedBrands"
+            )
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
+        let today = calendar.dateComponents([.year, .month], from: now())
+        let current = (today.year ?? 0) * 12 + (today.month ?? 0)
+        let expiry = card.expirationYear * 12 + card.expirationMonth
+        guard expiry >= current else {
+            throw StoreAndForwardError(
+                .limitExceeded,
+                "the card expired (\(card.expirationMonth)/\(card.expirationYear), now "
+                    + "\(today.month ?? 0)/\(today.year ?? 0)): expired cards are refused offline "
+                    + "(OFFLINE_AND_CARD_EXPIRED) [lane \(lane)]",
+                limit: "card expiry"
+            )
+        }
+    }
+}
+
+extension StoreAndForwardSettings {
+    /// Why storing `minorUnits` more of `currency` would cross the count or the currency's stored total, or `nil`.
+    /// The same check runs before the tap and inside the commit's transaction.
+    package func storageRefusal(adding minorUnits: Int64, currency: String, to totals: StoreTotals, lane: String)
+        -> StoreAndForwardError?
+    {
+        guard totals.count + 1 <= maxStoredCount else {
+            return StoreAndForwardError(
+                .limitExceeded,
+                "\(totals.count) reads are stored and maxStoredCount is \(maxStoredCount); forward a batch first "
+                    + "[lane \(lane)]",
+                limit: Self.jsonPath + ".maxStoredCount"
+            )
+        }
+        guard let limit = currencies[currency] else { return nil }
+        let stored = totals.amounts[currency] ?? 0
+        guard stored + minorUnits <= limit.maxStored else {
+            let format = limit.currency.format(minorUnitAmount:)
+            return StoreAndForwardError(
+                .limitExceeded,
+                "\(format(stored)) \(currency) is stored; \(format(minorUnits)) more would make "
+                    + "\(format(stored + minorUnits)), above maxStoredAmount \(format(limit.maxStored)) [lane \(lane)]",
+                limit: Self.jsonPath + ".maxStoredAmount.\(currency)"
+            )
+        }
+        return nil
+    }
+}

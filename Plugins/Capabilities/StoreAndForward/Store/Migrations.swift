@@ -1,0 +1,51 @@
+/// The store's schema, as numbered migrations: migration *n* takes `PRAGMA user_version` from *n* − 1 to *n*, in
+/// the same transaction as its statements, so a store is always at one version and never half migrated. Append;
+/// never edit a migration that shipped.
+enum Migrations {
+    static let all: [String] = [
+        // 1: reads, batches, used deletion tokens, metadata.
+        """
+        CREATE TABLE reads (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            session TEXT NOT NULL,
+            lane TEXT NOT NULL,
+            device TEXT NOT NULL,
+            read_at_ms INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('purchase', 'refund')),
+            currency TEXT NOT NULL,
+            amount_minor INTEGER NOT NULL CHECK (amount_minor > 0),
+            amount TEXT NOT NULL,
+            brand TEXT NOT NULL,
+            last_four TEXT NOT NULL,
+            expiry_month INTEGER NOT NULL,
+            expiry_year INTEGER NOT NULL,
+            expiration_state TEXT NOT NULL,
+            effective_state TEXT NOT NULL,
+            envelope BLOB NOT NULL,
+            body BLOB NOT NULL,
+            signature BLOB NOT NULL,
+            mac BLOB NOT NULL,
+            batch_id TEXT REFERENCES batches(id)
+        );
+        CREATE INDEX reads_by_batch ON reads (batch_id, read_at_ms, seq);
+        CREATE TABLE batches (
+            id TEXT PRIMARY KEY,
+            created_at INTEGER NOT NULL,
+            count INTEGER NOT NULL,
+            container BLOB NOT NULL,
+            digest BLOB NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('active', 'reset', 'resolved')),
+            closed_at INTEGER,
+            deletion_token TEXT
+        );
+        CREATE UNIQUE INDEX one_active_batch ON batches (state) WHERE state = 'active';
+        CREATE TABLE used_deletion_tokens (
+            token_id TEXT PRIMARY KEY,
+            batch_id TEXT NOT NULL,
+            used_at INTEGER NOT NULL
+        );
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        """
+    ]
+}
