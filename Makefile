@@ -33,11 +33,13 @@ test: test-deps
 	scripts/check-self-contained.sh
 	$(SWIFT) build --build-tests $(WERROR)
 	@mkdir -p .build/logs
-	set -o pipefail; scripts/with-test-services.sh $(SWIFT) test --skip-build --skip ExternalTransportTests 2>&1 \
-		| tee .build/logs/test.log
-	@# The driver-process suites time restarts of real child processes: they run on their own, after the rest
-	@# (run beside the whole suite, the lie-restart case has failed its 15 s wait once; see issue 13's note).
-	set -o pipefail; $(SWIFT) test --skip-build --filter ExternalTransportTests 2>&1 | tee -a .build/logs/test.log
+	set -o pipefail; scripts/with-test-services.sh $(SWIFT) test --skip-build \
+		--skip 'ExternalTransportTests|RemoteTransportTests' 2>&1 | tee .build/logs/test.log
+	@# The driver-process and remote-agent suites time restarts of real child processes and TLS links: they run
+	@# on their own, after the rest (beside the whole suite, the lie-restart case failed its wait once and a
+	@# remote-agent case stalled once; see issues 13's notes).
+	set -o pipefail; $(SWIFT) test --skip-build --filter 'ExternalTransportTests|RemoteTransportTests' 2>&1 \
+		| tee -a .build/logs/test.log
 	set -o pipefail; SWIFT=$(SWIFT) scripts/umockdev-tests.sh 2>&1 | tee -a .build/logs/test.log
 	scripts/scan-for-pans.sh .build/logs/test.log var
 	scripts/api-inventory.py

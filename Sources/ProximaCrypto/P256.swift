@@ -67,7 +67,9 @@ extension P256 {
             // The generator computed d·G already: take it from the key rather than multiplying again, and without
             // validating a point OpenSSL made (HPKE makes one ephemeral key per envelope: the payment hot path).
             let point = try publicPoint(of: key, "generated P-256 key")
-            return (PrivateKey(validatedScalar: try privateScalar(of: key), publicKey: PublicKey(validatedX963: point)), key)
+            return (
+                PrivateKey(validatedScalar: try privateScalar(of: key), publicKey: PublicKey(validatedX963: point)), key
+            )
         }
 
         private init(validatedScalar: [UInt8], publicKey: PublicKey) {

@@ -45,7 +45,12 @@ extension PaymentProcessorSandbox {
         for (index, entry) in container.entries.enumerated() {
             let contents: CardDataEnvelope.Contents
             do {
-                contents = try CardDataEnvelope.open(entry.envelope, privateKey: privateKey, now: now)
+                contents = try CardDataEnvelope.open(
+                    entry.envelope,
+                    privateKey: privateKey,
+                    readerKeys: readerKeys,
+                    now: now
+                )
             } catch {
                 throw ProximaError(.malformedData, "batch record \(index): envelope: \(error)", underlying: error)
             }

@@ -35,13 +35,12 @@ import Testing
             return
         }
         #expect(tried.isEmpty)
-        #expect(unsupported.map(\.application.identifier) == [bytes("A000000025010801")])
-        #expect(unsupported.first?.application.brand == .americanExpress)
-        #expect(unsupported.first?.application.kernel == .americanExpress)
+        #expect(unsupported.map(\.application.identifier) == [bytes("A0000002771010")])
+        #expect(unsupported.first?.application.brand == .interac)
+        #expect(unsupported.first?.application.kernel == .kernel1)
         #expect(
             outcome.reason.description.contains(
-                "A000000025010801 (American Express): combination selection: no configured application matches this "
-                    + "AID (the card asks for Kernel 4 (American Express))"
+                "A0000002771010 (Interac): combination selection: no configured application matches this AID"
             ),
             "\(outcome.reason)"
         )

@@ -186,6 +186,12 @@ import Testing
     @Test func capabilityDeclaresItsAIDs() {
         let capability = EMVPaymentCapability()
         #expect(capability.identifier == "payment.emv")
-        #expect(Set(capability.requirements.applicationIdentifiers) == [bytes("A000000003"), bytes("A000000004")])
+        #expect(
+            Set(capability.requirements.applicationIdentifiers)
+                == Set(
+                    ["A000000003", "A000000004", "A000000025", "A000000065", "A000000152", "A000000324", "A000000333"]
+                        .map { bytes($0) }
+                )
+        )
     }
 }

@@ -203,12 +203,13 @@ func euroPurchase(_ amount: Int64) -> EMVTransaction {
 
     @Test func cardNotSupportedListsWhatWasTriedAndWhy() async throws {
         var card = try loadEMVCard("pay-visa-qvsdc.json")
-        var amex = card.applications[0]
-        amex.identifier = bytes("A00000002501")
-        amex.label = "TEST AMEX"
-        amex.kernelIdentifier = [0x04]
+        // Interac: no kernel of this build runs it (Kernels 2 to 7 do run Amex, JCB, Discover and UnionPay).
+        var interac = card.applications[0]
+        interac.identifier = bytes("A0000002771010")
+        interac.label = "TEST INTERAC"
+        interac.kernelIdentifier = [0x01]
         card.applications[0].selectStatus = 0x6A82
-        card.applications.append(amex)
+        card.applications.append(interac)
         let outcome = try await capability(Recorder()).run(purchase(), on: hostedChannel(card), context: tapContext)
         #expect(outcome.isCardNotSupported)
         guard case .noSupportedApplication(let unsupported, let tried) = outcome.reason else {
@@ -218,10 +219,10 @@ func euroPurchase(_ amount: Int64) -> EMVTransaction {
         #expect(tried.map(\.application.identifier) == [visaAID])
         #expect(tried.first?.step == "SELECT A0000000031010")
         #expect(tried.first?.problem == "status 6A82")
-        #expect(unsupported.map(\.application.identifier) == [bytes("A00000002501")])
+        #expect(unsupported.map(\.application.identifier) == [bytes("A0000002771010")])
         let text = outcome.reason.description
         #expect(text.contains("A0000000031010 (Visa): SELECT A0000000031010: status 6A82"), "\(text)")
-        #expect(text.contains("A00000002501 (American Express): combination selection"), "\(text)")
+        #expect(text.contains("A0000002771010 (Interac): combination selection"), "\(text)")
         for pan in testPANs { #expect(!text.contains(pan)) }
     }
 

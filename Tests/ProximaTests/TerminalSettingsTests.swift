@@ -27,7 +27,7 @@ import Testing
             { "aid": "A0000000041010", "kernel": 2 }
           ],
           "preferredAIDs": ["A0000000421010"],
-          "caPublicKeys": "keys/ca-public-keys.json" }
+          "caPublicKeys": "keys/ca-public-keys-test.json" }
         """
 
     static func settings(_ block: String) throws -> PaymentSettings {
@@ -60,7 +60,7 @@ import Testing
         #expect(terminal.supportedApplications[1].limits.isEmpty)
         #expect(terminal.supportedApplications[2].kernel == .mastercard)
         #expect(terminal.preferredApplications == [bytes("A0000000421010")])
-        #expect(terminal.caPublicKeysPath == Package.configDirectory + "/keys/ca-public-keys.json")
+        #expect(terminal.caPublicKeysPath == Package.configDirectory + "/keys/ca-public-keys-test.json")
     }
 
     @Test func withoutApplicationsEveryImplementedKernelRunsOnItsSchemesAIDs() throws {
