@@ -33,7 +33,7 @@ struct PCSCVASTests {
         )
     }
 
-    @Test("a virtual iPhone gives its pass and its card in one card presence", .livePCSCD(.shared))
+    @Test("a virtual iPhone gives its pass and its card in one card presence", .livePCSCD(.exclusive))
     func passThenCardInOneConnect() async throws {
         let reader = LivePCSCD.c1
         let host = VPCDCardHost(card: try loadCard("vas-iphone-loyalty-visa.json"), endpoint: reader.endpoint)
@@ -75,7 +75,7 @@ struct PCSCVASTests {
     .timeLimit(.minutes(1))
 )
 struct PCSCSmartTapTests {
-    @Test("a virtual Android phone gives its Smart Tap pass and its card in one card presence", .livePCSCD(.shared))
+    @Test("a virtual Android phone gives its Smart Tap pass and its card in one card presence", .livePCSCD(.exclusive))
     func passThenCardInOneConnect() async throws {
         let reader = LivePCSCD.c1
         let host = VPCDCardHost(card: try loadCard("smarttap-android-loyalty-visa.json"), endpoint: reader.endpoint)
