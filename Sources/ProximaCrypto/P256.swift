@@ -436,20 +436,7 @@ private func publicPoint(of key: OwnedKey, _ what: String) throws -> [UInt8] {
 
 /// An `EVP_PKEY` for one operation, from a validated point and optionally its validated scalar.
 func makeKey(publicPoint: [UInt8], privateScalar: [UInt8]?) throws -> OwnedKey {
-    let parameters = ParameterList()
-    parameters.append("group", utf8: "prime256v1")
-    parameters.append("pub", octets: publicPoint)
-    if let privateScalar { parameters.append("priv", unsignedBigEndian: privateScalar) }
-    guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
-        throw libraryFailure("creating an EC key context")
-    }
-    defer { EVP_PKEY_CTX_free(context) }
-    try check(EVP_PKEY_fromdata_init(context), "initialising EC key import")
-    var key: OpaquePointer? = nil
-    let selection = privateScalar == nil ? COpenSSL_EVP_PKEY_PUBLIC_KEY() : COpenSSL_EVP_PKEY_KEYPAIR()
-    let result = parameters.withParameters { EVP_PKEY_fromdata(context, &key, selection, $0) }
-    guard result == 1, let key else { throw libraryFailure("importing a P-256 key") }
-    return OwnedKey(key)
+    try makeECKey(curve: .p256, publicPoint: publicPoint, privateScalar: privateScalar)
 }
 
 /// Throws ``CryptoError/Code/invalidKey`` unless `key` is an EC key on P-256 given by its curve name.

@@ -13,21 +13,7 @@ extension PaymentSession {
     mutating func dPAS(_ application: EMVApplication, options: ProcessingOptions, card: CardDataStore) throws
         -> KernelResult
     {
-        let type = try processingOptionsCryptogram(card, kernelName: "D-PAS")
-        let requirements = card[0x9F71]
-        let (cvm, results) = QualifiersCVM.evaluate(ctq: requirements, ttq: terminalData[0x9F66] ?? [])
-        terminalData[0x9F34] = results
-        if cvm == .failed { setTVR(byte: 2, setting: 0x80) }
-        let goOnline = (requirements?.first ?? 0) & 0x20 != 0 && readerIsOnlineCapable
-        var result = KernelResult(type: type, cvm: cvm, onlineIfOfflineAuthenticationFails: goOnline)
-        if type == .tc {
-            result.offlineAuthentication = fastDynamicAuthentication(
-                application: application,
-                card: card,
-                staticData: staticDataToAuthenticate,
-                aip: options.applicationInterchangeProfile
-            )
-        }
-        return result
+        // 9F71, the Card Processing Requirements, read with the layout of Visa's CTQ (see above).
+        try cryptogramFromProcessingOptions(application, options: options, card: card, qualifiers: 0x9F71, "D-PAS")
     }
 }

@@ -13,21 +13,6 @@ extension PaymentSession {
     mutating func qUICS(_ application: EMVApplication, options: ProcessingOptions, card: CardDataStore) throws
         -> KernelResult
     {
-        let type = try processingOptionsCryptogram(card, kernelName: "qUICS")
-        let ctq = card[0x9F6C]
-        let (cvm, results) = QualifiersCVM.evaluate(ctq: ctq, ttq: terminalData[0x9F66] ?? [])
-        terminalData[0x9F34] = results
-        if cvm == .failed { setTVR(byte: 2, setting: 0x80) }
-        let goOnline = (ctq?.first ?? 0) & 0x20 != 0 && readerIsOnlineCapable
-        var result = KernelResult(type: type, cvm: cvm, onlineIfOfflineAuthenticationFails: goOnline)
-        if type == .tc {
-            result.offlineAuthentication = fastDynamicAuthentication(
-                application: application,
-                card: card,
-                staticData: staticDataToAuthenticate,
-                aip: options.applicationInterchangeProfile
-            )
-        }
-        return result
+        try cryptogramFromProcessingOptions(application, options: options, card: card, qualifiers: 0x9F6C, "qUICS")
     }
 }

@@ -46,6 +46,34 @@ extension PaymentSession {
         }
     }
 
+    /// Kernels 6 and 7 after the records: the cryptogram GET PROCESSING OPTIONS returned, the CVM from the card's
+    /// qualifiers (`qualifiers`, CTQ-like) and the TTQ, and fDDA for an offline approval; qualifiers byte 1 b6 ("go
+    /// online if ODA fails") sends a failed one online when the reader can go online.
+    mutating func cryptogramFromProcessingOptions(
+        _ application: EMVApplication,
+        options: ProcessingOptions,
+        card: CardDataStore,
+        qualifiers tag: TLVTag,
+        _ kernelName: String
+    ) throws -> KernelResult {
+        let type = try processingOptionsCryptogram(card, kernelName: kernelName)
+        let qualifiers = card[tag]
+        let (cvm, results) = QualifiersCVM.evaluate(ctq: qualifiers, ttq: terminalData[0x9F66] ?? [])
+        terminalData[0x9F34] = results
+        if cvm == .failed { setTVR(byte: 2, setting: 0x80) }
+        let goOnline = (qualifiers?.first ?? 0) & 0x20 != 0 && readerIsOnlineCapable
+        var result = KernelResult(type: type, cvm: cvm, onlineIfOfflineAuthenticationFails: goOnline)
+        if type == .tc {
+            result.offlineAuthentication = fastDynamicAuthentication(
+                application: application,
+                card: card,
+                staticData: staticDataToAuthenticate,
+                aip: options.applicationInterchangeProfile
+            )
+        }
+        return result
+    }
+
     /// CDOL1 (`8C`) of the card, parsed; its absence or a bad list fails the read at the step that gave it.
     func cardRiskManagementDOL(_ card: CardDataStore) throws -> DataObjectList {
         guard let bytes = card[0x8C] else { throw CardAnswer.failure(Self.generateACStep, "card has no CDOL1 (8C)") }
