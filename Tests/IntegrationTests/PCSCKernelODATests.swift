@@ -23,8 +23,14 @@ struct PCSCKernelODATests {
         var lastFour: String
     }
 
-    static let rounds: [[Expected]] = [
-        [
+    struct Round: Sendable {
+        var cards: [Expected]
+        /// The terminal floor limit in minor units (the default terminal's is 0: every purchase goes online).
+        var floorLimit: Int64 = 0
+    }
+
+    static let rounds: [Round] = [
+        Round(cards: [
             Expected(
                 file: "pay-amex-expresspay.json",
                 status: .onlineRequest,
@@ -36,8 +42,8 @@ struct PCSCKernelODATests {
             Expected(file: "pay-unionpay-quics.json", status: .approved, kernel: .unionPay, lastFour: "8599"),
             Expected(file: "pay-visa-fdda.json", status: .approved, kernel: .visa, lastFour: "0119"),
             Expected(file: "pay-mastercard-cda.json", status: .onlineRequest, kernel: .mastercard, lastFour: "0012"),
-        ],
-        [
+        ]),
+        Round(cards: [
             Expected(file: "pay-visa-fdda-bad-signature.json", status: .declined, kernel: .visa, lastFour: "0119"),
             Expected(file: "pay-visa-fdda-expired.json", status: .onlineRequest, kernel: .visa, lastFour: "0119"),
             Expected(file: "pay-visa-fdda-unknown-ca.json", status: .declined, kernel: .visa, lastFour: "0119"),
@@ -47,7 +53,19 @@ struct PCSCKernelODATests {
                 kernel: .mastercard,
                 lastFour: "0012"
             ),
-        ],
+        ]),
+        // Below the floor limit: terminal action analysis asks for a TC, CDA verifies it, approved offline.
+        Round(
+            cards: [
+                Expected(
+                    file: "pay-mastercard-cda-offline.json",
+                    status: .approved,
+                    kernel: .mastercard,
+                    lastFour: "0012"
+                )
+            ],
+            floorLimit: 5000
+        ),
     ]
 
     @Test("each new kernel and each ODA case reads through pcscd", .livePCSCD(.exclusive))
@@ -55,8 +73,10 @@ struct PCSCKernelODATests {
         let keys = try CertificationAuthorityKeys(
             contentsOf: PackageFiles.configDirectory + "/keys/ca-public-keys-test.json"
         )
-        let capability = EMVPaymentCapability(certificationAuthorities: keys)
-        for round in Self.rounds {
+        for (round, floorLimit) in Self.rounds.map({ ($0.cards, $0.floorLimit) }) {
+            var settings = TerminalSettings()
+            settings.terminalFloorLimit = floorLimit
+            let capability = EMVPaymentCapability(settings: settings, certificationAuthorities: keys)
             let readers = Array(LivePCSCD.readers.prefix(round.count))
             try #require(readers.count == round.count)
             var hosts: [VPCDCardHost] = []

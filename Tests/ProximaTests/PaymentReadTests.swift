@@ -167,6 +167,17 @@ import Testing
             pan: "5413330089010012",
             events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
         ),
+        // Asks for a TC below the floor limit; the default terminal's floor limit is 0, so it goes online.
+        Expectation(
+            file: "pay-mastercard-cda-offline.json",
+            outcome: .success,
+            brand: "Mastercard",
+            lastFour: "0012",
+            expiry: "11/29",
+            aid: "A0000000041010",
+            pan: "5413330089010012",
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
+        ),
         Expectation(
             file: "pay-visa-fdda-bad-signature.json",
             error: .paymentCardDeclined,

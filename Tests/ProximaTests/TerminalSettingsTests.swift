@@ -82,7 +82,37 @@ import Testing
         var testDescription: String { name }
     }
 
+    @Test func terminalActionCodesAreReadAndDefaultToTheConservativeOnes() throws {
+        let settings = try Self.settings(
+            """
+            { \(Self.base), "applications": [
+                { "aid": "A0000000041010", "kernel": 2,
+                  "terminalActionCodes": { "denial": "0000000000", "online": "F45084800C" } },
+                { "aid": "A000000025", "kernel": 4 } ] }
+            """
+        )
+        let mastercard = settings.terminal.supportedApplications[0].actionCodes
+        #expect(mastercard.denial == bytes("0000000000"))
+        #expect(mastercard.online == bytes("F45084800C"))
+        #expect(mastercard.defaultAction == bytes("FFFFFFFFFF"))
+        #expect(settings.terminal.supportedApplications[1].actionCodes == .conservative)
+    }
+
     static let broken: [Broken] = [
+        .init(
+            name: "short terminal action code",
+            members:
+                #""applications": [ { "aid": "A0000000041010", "kernel": 2, "terminalActionCodes": { "online": "F450" } } ]"#,
+            path: "capabilities.payment.applications[0].terminalActionCodes.online",
+            message: "Terminal Action Code"
+        ),
+        .init(
+            name: "unknown terminal action code",
+            members:
+                #""applications": [ { "aid": "A0000000041010", "kernel": 2, "terminalActionCodes": { "offline": "0000000000" } } ]"#,
+            path: "capabilities.payment.applications[0].terminalActionCodes.offline",
+            message: "unknown member"
+        ),
         .init(
             name: "comma in a limit",
             members:

@@ -26,6 +26,9 @@ package struct TerminalApplication: Hashable, Sendable, CustomStringConvertible 
     package var statusCheckSupported: Bool
     /// Zero Amount Allowed flag (Book B §3.1.1.4); `false` makes a zero-amount card check not allowed here.
     package var zeroAmountAllowed: Bool
+    /// The acquirer's Terminal Action Codes for this combination (Book 3 §10.7), used by the kernels that ask for
+    /// their cryptogram with GENERATE AC (2, 4, 5); ``TerminalActionCodes/conservative`` when not configured.
+    package var actionCodes: TerminalActionCodes = .conservative
 
     package init(
         identifier: [UInt8],

@@ -48,6 +48,7 @@ internal import ProximaSystem
 /// - `applications` (optional, non-empty): the reader's combinations (``TerminalApplication``), each
 ///   `{ "aid": hex 5–16 bytes, "kernel": EMVCo Kernel ID this build implements, "partialSelection": true,
 ///   "label": "CB", "ttq": hex 4 bytes, "statusCheck": false, "zeroAmountAllowed": true,
+///   "terminalActionCodes": { "denial": hex 5 bytes, "online": …, "default": … },
 ///   "limits": { "EUR": { "contactlessTransaction": "50.00", "cvmRequired": "50.00", "floor": "0.00" } } }`;
 ///   limit amounts are strings read by ``ISO4217Currency/minorUnits(parsing:)``. Absent: every implemented kernel
 ///   on its scheme's AIDs (``TerminalApplication/defaults``).
@@ -307,11 +308,30 @@ package struct PaymentSettings: Sendable {
         }
         application.statusCheckSupported = try object.bool("statusCheck", default: false)
         application.zeroAmountAllowed = try object.bool("zeroAmountAllowed", default: true)
+        if let codes = object.value("terminalActionCodes") {
+            application.actionCodes = try Self.actionCodes(codes, at: object.path(of: "terminalActionCodes"))
+        }
         if let limits = object.value("limits") {
             application.limits = try Self.limits(limits, at: object.path(of: "limits"))
         }
         try object.finish()
         return application
+    }
+
+    /// `terminalActionCodes`: `{ "denial", "online", "default" }`, each 5 bytes of hex; a code left out keeps its
+    /// value in ``TerminalActionCodes/conservative``.
+    private static func actionCodes(_ json: JSONValue, at path: String) throws -> TerminalActionCodes {
+        var object = try StrictObject(json, at: path)
+        var codes = TerminalActionCodes.conservative
+        func code(_ key: String) throws -> [UInt8]? {
+            guard let text = try object.optionalString(key) else { return nil }
+            return try hex(text, bytes: 5...5, "a Terminal Action Code", at: object.path(of: key))
+        }
+        codes.denial = try code("denial") ?? codes.denial
+        codes.online = try code("online") ?? codes.online
+        codes.defaultAction = try code("default") ?? codes.defaultAction
+        try object.finish()
+        return codes
     }
 
     /// `limits`: ISO 4217 alphabetic code → `{contactlessTransaction, cvmRequired, floor}`, each a decimal string

@@ -21,6 +21,16 @@ package enum CryptogramType: String, Hashable, Sendable, CustomStringConvertible
         }
     }
 
+    /// The order of what a card may answer (Book 3 §6.5.5.2): to a request for a TC any of the three, to an ARQC
+    /// an ARQC or an AAC, to an AAC only an AAC.
+    var rank: Int {
+        switch self {
+        case .aac: 0
+        case .arqc: 1
+        case .tc: 2
+        }
+    }
+
     /// The P1 reference control bits of GENERATE AC that ask for this type (EMV Book 3 §6.5.5.2 Table 12).
     var referenceControl: UInt8 {
         switch self {

@@ -11,7 +11,8 @@ extension PaymentSession {
         return .ended(.endApplication, .magStripeModeNotSupported(aip: aip))
     }
 
-    /// Kernel 2 after the records: CVM selection, then GENERATE AC for an ARQC with CDOL1.
+    /// Kernel 2 after the records: terminal risk management, CVM selection, terminal action analysis, then
+    /// GENERATE AC with CDOL1 for the cryptogram it chose (a TC approves offline only when CDA succeeds).
     ///
     /// - Returns: the cryptogram type and CVM, or the status word GENERATE AC was answered with instead of `9000`.
     mutating func mChip(_ input: KernelImplementation.Input, card: inout CardDataStore) async throws
@@ -26,44 +27,31 @@ extension PaymentSession {
             throw CardAnswer.failure(card.source(of: 0x8C), "CDOL1 (8C): \(error.reason)")
         }
 
-        var tvr: [UInt8] = [0x80, 0x00, 0x00, 0x00, 0x00]  // byte 1 bit 8: offline data authentication not performed
+        terminalRiskManagement(input.candidate, card: card)
+        var tvr = terminalData[0x95] ?? [0x80, 0x00, 0x00, 0x00, 0x00]
         let (cvm, cvmResults) = try mChipCardholderVerification(input, card: card, tvr: &tvr)
-        if input.candidate.indicators.floorLimitExceeded { tvr[3] |= 0x80 }  // transaction exceeds floor limit
-        if let expiry = card[0x5F24], expiry.count == 3, let today = terminalData[0x9A],
-            expiry.lexicographicallyPrecedes(today)
-        {
-            tvr[1] |= 0x40  // expired application
-        }
         terminalData[0x95] = tvr
         terminalData[0x9F34] = cvmResults
 
-        let answer: GenerateACResponse
-        let offlineAuthentication: OfflineAuthenticationResult
-        let onlineIfFailed: Bool
         switch try await generateACWithCombinedAuthentication(
-            .arqc,
+            input.candidate,
             dol: cdol1,
-            application: input.candidate.application,
             card: &card,
             aip: input.options.applicationInterchangeProfile
         ) {
-        case .answered(let response, let result, let online):
-            (answer, offlineAuthentication, onlineIfFailed) = (response, result, online)
-        case .refused(let status): return .ended(.endApplication, .cardStatus(step: step, status: status))
-        }
-        if answer.cryptogramType == .tc {
-            throw CardAnswer.failure(step, "card returned a TC to a request for an ARQC (Book 3 §6.5.5.2: AAC or ARQC)")
-        }
         // CDA that failed before GENERATE AC left an ARQC without CDA for the issuer to judge (TVR "CDA failed");
         // CDA that failed on the answer leaves no trustworthy cryptogram: declined (Book 2 §6.6.2).
-        return .completed(
-            KernelResult(
-                type: answer.cryptogramType,
-                cvm: cvm,
-                offlineAuthentication: offlineAuthentication,
-                onlineIfOfflineAuthenticationFails: onlineIfFailed
+        case .answered(let answer, let offlineAuthentication, let onlineIfFailed):
+            return .completed(
+                KernelResult(
+                    type: answer.cryptogramType,
+                    cvm: cvm,
+                    offlineAuthentication: offlineAuthentication,
+                    onlineIfOfflineAuthenticationFails: onlineIfFailed
+                )
             )
-        )
+        case .refused(let status): return .ended(.endApplication, .cardStatus(step: step, status: status))
+        }
     }
 
     /// Kernel 2 CVM selection (EMV Book C-2, procedure CVM Selection; Book 3 §10.5):

@@ -4,8 +4,9 @@ internal import ProximaCore
 // Kernel 4, American Express ExpressPay in EMV mode (EMV Contactless Book C-4). What this flow rests on: the
 // public descriptions of C-4 (the normative text was not in reach): Entry Point hands over the AID; the PDOL may ask
 // for the Enhanced Contactless Reader Capabilities (9F6E, 4 bytes) the reader sends; GPO answers AIP and AFL; the
-// records carry CDOL1, the CVM List and the ODA data; one GENERATE AC gives the cryptogram ("partial online": an
-// online-only reader asks for an ARQC, with CDA when AIP byte 1 bit 1 says the card supports it); the CVM List is
+// records carry CDOL1, the CVM List and the ODA data; one GENERATE AC gives the cryptogram ("partial online"), for
+// the type terminal action analysis chooses (Steps/TerminalActionAnalysis.swift), with CDA when AIP byte 1 bit 1
+// says the card supports it; a TC approves offline only when CDA succeeds; the CVM List is
 // processed by EMV Book 3 §10.5 at or above the reader CVM required limit. Mag-stripe mode, the second GENERATE AC
 // after an online response ("full online") and Delayed Authorisation are not implemented, and the 9F6E coding below
 // says so to the card.
@@ -23,41 +24,5 @@ extension PaymentSession {
         var byte3: UInt8 = 0x00
         if let limit = settings.cvmRequiredLimit, transaction.amountAuthorised >= limit { byte3 |= 0x40 }
         return [0x38, cvms, byte3, 0x03]
-    }
-
-    /// After the records: CVM by list, then GENERATE AC for an ARQC (CDA when supported).
-    mutating func expressPay(_ application: EMVApplication, options: ProcessingOptions, card: inout CardDataStore)
-        async throws -> KernelImplementation.Ending
-    {
-        let cdol1 = try cardRiskManagementDOL(card)
-        terminalData[0x95] = [0x80, 0x00, 0x00, 0x00, 0x00]  // ODA not performed, until CDA says otherwise
-        if let expiry = card[0x5F24], expiry.count == 3, let today = terminalData[0x9A],
-            expiry.lexicographicallyPrecedes(today)
-        {
-            setTVR(byte: 1, setting: 0x40)  // expired application
-        }
-        let cvm = try cardholderVerificationByList(options: options, card: card)
-        switch try await generateACWithCombinedAuthentication(
-            .arqc,
-            dol: cdol1,
-            application: application,
-            card: &card,
-            aip: options.applicationInterchangeProfile
-        ) {
-        case .refused(let status):
-            return .ended(.endApplication, .cardStatus(step: Self.generateACStep, status: status))
-        case .answered(let answer, let oda, let onlineIfFailed):
-            if answer.cryptogramType == .tc {
-                throw CardAnswer.failure(Self.generateACStep, "card returned a TC to a request for an ARQC")
-            }
-            return .completed(
-                KernelResult(
-                    type: answer.cryptogramType,
-                    cvm: cvm,
-                    offlineAuthentication: oda,
-                    onlineIfOfflineAuthenticationFails: onlineIfFailed
-                )
-            )
-        }
     }
 }

@@ -4,8 +4,9 @@ internal import ProximaCore
 // Kernel 5, JCB J/Speedy in EMV mode (EMV Contactless Book C-5). What this flow rests on: the public descriptions
 // of C-5 (the normative text was not in reach): the PDOL asks for the Terminal Compatibility Indicator (9F52) and
 // the Terminal Interchange Profile (9F53) besides the usual transaction data; GPO answers AIP and AFL (EMV mode);
-// the records carry CDOL1, the CVM List and the ODA data; GENERATE AC asks for an ARQC (this reader is online only),
-// with CDA when the AIP says the card supports it. The card's Cardholder Verification Status (9F50) is not
+// the records carry CDOL1, the CVM List and the ODA data; GENERATE AC asks for the cryptogram terminal action
+// analysis chooses (Steps/TerminalActionAnalysis.swift), with CDA when the AIP says the card supports it; a TC
+// approves offline only when CDA succeeds. The card's Cardholder Verification Status (9F50) is not
 // interpreted: CVM is the CVM List by EMV Book 3 §10.5 at or above the reader CVM required limit. Legacy
 // (mag-stripe) mode and issuer update processing are not implemented; 9F52 says EMV mode only.
 
@@ -24,41 +25,5 @@ extension PaymentSession {
         if settings.supportsSignature { byte1 |= 0x40 }
         if settings.supportsOnlinePIN { byte1 |= 0x20 }
         return [byte1, 0x80, 0x00]
-    }
-
-    /// After the records: CVM by list, then GENERATE AC for an ARQC (CDA when supported).
-    mutating func jSpeedy(_ application: EMVApplication, options: ProcessingOptions, card: inout CardDataStore)
-        async throws -> KernelImplementation.Ending
-    {
-        let cdol1 = try cardRiskManagementDOL(card)
-        terminalData[0x95] = [0x80, 0x00, 0x00, 0x00, 0x00]
-        if let expiry = card[0x5F24], expiry.count == 3, let today = terminalData[0x9A],
-            expiry.lexicographicallyPrecedes(today)
-        {
-            setTVR(byte: 1, setting: 0x40)
-        }
-        let cvm = try cardholderVerificationByList(options: options, card: card)
-        switch try await generateACWithCombinedAuthentication(
-            .arqc,
-            dol: cdol1,
-            application: application,
-            card: &card,
-            aip: options.applicationInterchangeProfile
-        ) {
-        case .refused(let status):
-            return .ended(.endApplication, .cardStatus(step: Self.generateACStep, status: status))
-        case .answered(let answer, let oda, let onlineIfFailed):
-            if answer.cryptogramType == .tc {
-                throw CardAnswer.failure(Self.generateACStep, "card returned a TC to a request for an ARQC")
-            }
-            return .completed(
-                KernelResult(
-                    type: answer.cryptogramType,
-                    cvm: cvm,
-                    offlineAuthentication: oda,
-                    onlineIfOfflineAuthenticationFails: onlineIfFailed
-                )
-            )
-        }
     }
 }

@@ -22,15 +22,32 @@ extension PaymentSession {
         }
     }
 
-    /// Kernels 4 and 5.
-    mutating func cryptogramFromGenerateAC(
-        _ application: EMVApplication,
-        options: ProcessingOptions,
-        card: inout CardDataStore
-    ) async throws -> KernelImplementation.Ending {
-        switch application.kernel {
-        case .americanExpress: try await expressPay(application, options: options, card: &card)
-        default: try await jSpeedy(application, options: options, card: &card)
+    /// Kernels 4 and 5 after the records: terminal risk management, CVM by list, terminal action analysis, then
+    /// GENERATE AC for the cryptogram it chose, with CDA when supported (a TC approves offline only when CDA
+    /// succeeds).
+    mutating func cryptogramFromGenerateAC(_ input: KernelImplementation.Input, card: inout CardDataStore)
+        async throws -> KernelImplementation.Ending
+    {
+        let cdol1 = try cardRiskManagementDOL(card)
+        terminalRiskManagement(input.candidate, card: card)
+        let cvm = try cardholderVerificationByList(options: input.options, card: card)
+        switch try await generateACWithCombinedAuthentication(
+            input.candidate,
+            dol: cdol1,
+            card: &card,
+            aip: input.options.applicationInterchangeProfile
+        ) {
+        case .refused(let status):
+            return .ended(.endApplication, .cardStatus(step: Self.generateACStep, status: status))
+        case .answered(let answer, let oda, let onlineIfFailed):
+            return .completed(
+                KernelResult(
+                    type: answer.cryptogramType,
+                    cvm: cvm,
+                    offlineAuthentication: oda,
+                    onlineIfOfflineAuthenticationFails: onlineIfFailed
+                )
+            )
         }
     }
 

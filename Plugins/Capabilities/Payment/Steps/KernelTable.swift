@@ -51,22 +51,14 @@ struct KernelImplementation: Sendable {
                 TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x00, 0x25], kernel: .americanExpress)
             ],
             run: { session, input, card in
-                try await session.cryptogramFromGenerateAC(
-                    input.candidate.application,
-                    options: input.options,
-                    card: &card
-                )
+                try await session.cryptogramFromGenerateAC(input, card: &card)
             }
         ),
         KernelImplementation(
             kernel: .jcb,
             defaultApplications: [TerminalApplication(identifier: [0xA0, 0x00, 0x00, 0x00, 0x65], kernel: .jcb)],
             run: { session, input, card in
-                try await session.cryptogramFromGenerateAC(
-                    input.candidate.application,
-                    options: input.options,
-                    card: &card
-                )
+                try await session.cryptogramFromGenerateAC(input, card: &card)
             }
         ),
         KernelImplementation(

@@ -226,21 +226,24 @@ extension PaymentSession {
         case refused(StatusWord)
     }
 
-    /// GENERATE AC asking for `type` with CDOL1 filled from the card's and terminal's data, requesting CDA when the
-    /// card supports it and its ICC key was recovered (Book 2 §6.6). The cryptogram, ATC, CID and IAD go into
-    /// `card`; under CDA the cryptogram is the one the signature carries, and none is kept when CDA failed.
+    /// GENERATE AC with CDOL1 filled from the card's and terminal's data, requesting CDA when the card supports it
+    /// and its ICC key was recovered (Book 2 §6.6), for the cryptogram terminal action analysis chooses on the TVR
+    /// that CDA's preparation leaves (``terminalActionAnalysis(_:card:)``). The cryptogram, ATC, CID and IAD go
+    /// into `card`; under CDA the cryptogram is the one the signature carries, and none is kept when CDA failed.
     ///
-    /// - Throws: ``PaymentError/Code/cardReadFailed`` for a malformed answer or one without a cryptogram where no
-    ///   CDA was requested; channel errors.
+    /// - Throws: ``PaymentError/Code/cardReadFailed`` for a malformed answer, one without a cryptogram where no
+    ///   CDA was requested, or a cryptogram above the one asked for (Book 3 §6.5.5.2: a TC only to a TC request,
+    ///   an ARQC not to an AAC request); channel errors.
     mutating func generateACWithCombinedAuthentication(
-        _ type: CryptogramType,
+        _ candidate: Candidate,
         dol: DataObjectList,
-        application: EMVApplication,
         card: inout CardDataStore,
         aip: [UInt8]
     ) async throws -> AuthenticatedAnswer {
         let step = Self.generateACStep
+        let application = candidate.application
         let cda = prepareCombinedAuthentication(application: application, card: card, aip: aip)
+        let type = terminalActionAnalysis(candidate, card: card)
         try checkCancellation(before: step)
         let values = card.values.merging(terminalData) { _, terminal in terminal }
         let answer: GenerateACResponse
@@ -252,6 +255,13 @@ extension PaymentSession {
         ) {
         case .answered(let response): answer = response
         case .refused(let status): return .refused(status)
+        }
+        guard answer.cryptogramType.rank <= type.rank else {
+            throw CardAnswer.failure(
+                step,
+                "card returned a \(answer.cryptogramType) to a request for \(type == .tc ? "a TC" : "an \(type)")"
+                    + " (Book 3 §6.5.5.2)"
+            )
         }
         var result = cda.result
         var cryptogram = answer.applicationCryptogram
