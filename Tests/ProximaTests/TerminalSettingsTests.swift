@@ -60,7 +60,7 @@ import Testing
         #expect(terminal.supportedApplications[1].limits.isEmpty)
         #expect(terminal.supportedApplications[2].kernel == .mastercard)
         #expect(terminal.preferredApplications == [bytes("A0000000421010")])
-        #expect(terminal.caPublicKeysPath == Package.configDirectory + "/keys/ca-public-keys-test.json")
+        #expect(terminal.caPublicKeysPaths == [Package.configDirectory + "/keys/ca-public-keys-test.json"])
     }
 
     @Test func withoutApplicationsEveryImplementedKernelRunsOnItsSchemesAIDs() throws {
@@ -70,8 +70,24 @@ import Testing
         #expect(applications.contains { $0.kernel == .visa && $0.matches(bytes("A0000000031010")) })
         #expect(applications.contains { $0.kernel == .mastercard && $0.matches(bytes("A0000000043060")) })
         #expect(settings.terminal.preferredApplications.isEmpty)
-        #expect(settings.terminal.caPublicKeysPath == nil)
+        #expect(settings.terminal.caPublicKeysPaths.isEmpty)
         #expect(settings.readerKeyPath == nil)
+    }
+
+    /// A lab reader: the schemes' published TEST CA keys for lab test cards next to the virtual cards' TEST keys.
+    @Test func severalCAKeyFilesAreMerged() throws {
+        let settings = try Self.settings(
+            #"{ \#(Self.base), "caPublicKeys": ["keys/ca-public-keys-test.json", "keys/ca-public-keys-scheme-test.json"] }"#
+        )
+        #expect(
+            settings.terminal.caPublicKeysPaths == [
+                Package.configDirectory + "/keys/ca-public-keys-test.json",
+                Package.configDirectory + "/keys/ca-public-keys-scheme-test.json",
+            ]
+        )
+        #expect(settings.certificationAuthorities.keys.count == 6 + 26)
+        #expect(settings.certificationAuthorities.key(rid: bytes("A000000004"), index: 0xE1) != nil)
+        #expect(settings.certificationAuthorities.key(rid: bytes("A000000004"), index: 0xF1) != nil)
     }
 
     struct Broken: Sendable, CustomTestStringConvertible {
@@ -208,6 +224,42 @@ import Testing
             members: #""preferredAIDs": ["A0000000421010", "A0000000421010"]"#,
             path: "capabilities.payment.preferredAIDs[1]",
             message: "listed twice"
+        ),
+        .init(
+            name: "no CA key file",
+            members: #""caPublicKeys": []"#,
+            path: "capabilities.payment.caPublicKeys",
+            message: "expected at least one path"
+        ),
+        .init(
+            name: "CA key file not a path",
+            members: #""caPublicKeys": ["keys/ca-public-keys-test.json", 7]"#,
+            path: "capabilities.payment.caPublicKeys[1]",
+            message: "expected a string"
+        ),
+        .init(
+            name: "CA key file twice",
+            members: #""caPublicKeys": ["keys/ca-public-keys-test.json", "keys/ca-public-keys-test.json"]"#,
+            path: "capabilities.payment.caPublicKeys[1]",
+            message: "is listed twice"
+        ),
+        .init(
+            name: "CA key in two files",
+            members: #""caPublicKeys": ["keys/ca-public-keys-test.json", "keys/../keys/ca-public-keys-test.json"]"#,
+            path: "capabilities.payment.caPublicKeys[1]",
+            message: "RID A000000003 index E1 is also in"
+        ),
+        .init(
+            name: "CA key file missing",
+            members: #""caPublicKeys": ["keys/ca-public-keys-scheme-test.json", "keys/no-such-file.json"]"#,
+            path: "capabilities.payment.caPublicKeys[1]",
+            message: "cannot read"
+        ),
+        .init(
+            name: "CA key file an object",
+            members: #""caPublicKeys": { "file": "keys/ca-public-keys-test.json" }"#,
+            path: "capabilities.payment.caPublicKeys",
+            message: "expected a path or an array of paths"
         ),
         .init(
             name: "preferred AID not hex",

@@ -147,9 +147,9 @@ package struct TerminalSettings: Hashable, Sendable {
     /// in the transaction currency (Book B §3.1.1.7): above it the transaction goes online. Default 0: an
     /// online-only reader, every purchase above zero asks for an online cryptogram. `nil`: no floor limit.
     package var terminalFloorLimit: Int64? = 0
-    /// The CA public keys file for offline data authentication (`capabilities.payment.caPublicKeys`), absolute;
-    /// `nil` when not configured.
-    package var caPublicKeysPath: String?
+    /// The CA public key files for offline data authentication (`capabilities.payment.caPublicKeys`, one path or
+    /// several whose keys are merged), absolute, in manifest order; empty when not configured.
+    package var caPublicKeysPaths: [String] = []
     /// Further terminal data objects a card's DOL may request (such as `9F01` Acquirer Identifier or proprietary
     /// `DFxx` tags), by tag. Values the capability computes (amounts, dates, TTQ, TVR, 9F37) take precedence.
     package var additionalData: [TLVTag: [UInt8]]

@@ -32,7 +32,8 @@ package struct CertificationAuthorityKey: Hashable, Sendable, CustomStringConver
 ///
 /// `checksum` is the Certification Authority Public Key Check Sum of EMV Book 2 §11.2.2 and Annex B3:
 /// SHA-1(RID ‖ index ‖ modulus ‖ exponent). A key whose checksum does not match is refused when the file is loaded,
-/// never silently used. `Config/keys/ca-public-keys-test.json` holds Proxima's TEST keys for its virtual cards.
+/// never silently used. `Config/keys/ca-public-keys-test.json` holds Proxima's TEST keys for its virtual cards,
+/// `Config/keys/ca-public-keys-scheme-test.json` the schemes' published TEST keys for lab test cards.
 package struct CertificationAuthorityKeys: Hashable, Sendable {
     package private(set) var keys: [CertificationAuthorityKey]
 
@@ -93,6 +94,32 @@ package struct CertificationAuthorityKeys: Hashable, Sendable {
                 underlying: error
             )
         }
+    }
+
+    /// The keys of every file in `files`, in order: how a terminal holds the schemes' test keys next to its own or its
+    /// acquirer's file (`capabilities.payment.caPublicKeys` as an array).
+    ///
+    /// - Parameter files: each file's path and the manifest path that named it (`capabilities.payment.caPublicKeys[1]`).
+    /// - Throws: as ``init(contentsOf:jsonPath:)`` for each file, and `ProximaError.invalidManifest` naming both files
+    ///   when two of them list the same RID and index: which key a card's index meant would depend on the order.
+    package init(merging files: [(path: String, jsonPath: String?)]) throws {
+        var merged: [CertificationAuthorityKey] = []
+        var origins: [String] = []
+        for file in files {
+            for key in try CertificationAuthorityKeys(contentsOf: file.path, jsonPath: file.jsonPath).keys {
+                if let earlier = merged.firstIndex(where: { $0.rid == key.rid && $0.index == key.index }) {
+                    throw ProximaError(
+                        .invalidManifest,
+                        "\(file.path): RID \(key.rid.hexString) index \([key.index].hexString) is also in "
+                            + "\(origins[earlier]); list each CA key in one file only",
+                        jsonPath: file.jsonPath
+                    )
+                }
+                merged.append(key)
+                origins.append(file.path)
+            }
+        }
+        self.init(keys: merged)
     }
 
     /// Reads the parsed document (see the type's description).

@@ -54,7 +54,9 @@ internal import ProximaSystem
 ///   on its scheme's AIDs (``TerminalApplication/defaults``).
 /// - `preferredAIDs` (optional): the merchant's brand preference for co-badged cards, most preferred first (AIDs
 ///   or prefixes, hex); Entry Point puts them ahead of the card's priority.
-/// - `caPublicKeys` (optional): path of the CA public keys file for offline data authentication.
+/// - `caPublicKeys` (optional): path of the CA public keys file for offline data authentication, or a non-empty
+///   array of such paths whose keys are merged (for example the schemes' test keys next to an acquirer's file); a
+///   RID and index listed in two files is refused (``CertificationAuthorityKeys/init(merging:)``).
 /// - `readerKey` (optional): path of the reader's P-256 private key (PEM) that seals envelopes v2; absent:
 ///   `<dataDirectory>/reader-key.pem`, created on first use (``ReaderKeyStore``).
 /// - `cardDataTTLSeconds` (default 60, 1…600): how long after a read the encrypted card data stays valid; the
@@ -147,18 +149,20 @@ package struct PaymentSettings: Sendable {
             )
         }
         terminal.preferredApplications = preferred
-        if let file = try object.optionalString("caPublicKeys") {
-            terminal.caPublicKeysPath = PathResolution.resolve(file, against: baseDirectory)
-        }
+        let keyFiles =
+            try object.value("caPublicKeys").map {
+                try Self.keyFiles($0, at: checker.path(of: "caPublicKeys"), baseDirectory: baseDirectory, checker)
+            } ?? []
+        terminal.caPublicKeysPaths = keyFiles.map(\.path)
         self.terminal = terminal
         cardDataTTL = .seconds(try object.optionalInteger("cardDataTTLSeconds", in: 1...600) ?? 60)
         readerKeyPath = try object.optionalString("readerKey").map {
             PathResolution.resolve($0, against: baseDirectory)
         }
         certificationAuthorities =
-            try terminal.caPublicKeysPath.map {
-                try CertificationAuthorityKeys(contentsOf: $0, jsonPath: object.path(of: "caPublicKeys"))
-            } ?? CertificationAuthorityKeys.defaultKeys(baseDirectory: baseDirectory)
+            try keyFiles.isEmpty
+            ? CertificationAuthorityKeys.defaultKeys(baseDirectory: baseDirectory)
+            : CertificationAuthorityKeys(merging: keyFiles)
         try object.finish()
     }
 
@@ -204,6 +208,39 @@ package struct PaymentSettings: Sendable {
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
             || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+    }
+
+    /// `caPublicKeys`: one path (a string) or a non-empty array of distinct paths, each resolved against the
+    /// manifest's folder and paired with the JSON path its errors name.
+    private static func keyFiles(
+        _ json: JSONValue,
+        at path: String,
+        baseDirectory: String,
+        _ decoder: StrictObject
+    ) throws -> [(path: String, jsonPath: String?)] {
+        if case .string = json {
+            let file = try decoder.decodeString(json, at: path)
+            return [(PathResolution.resolve(file, against: baseDirectory), path)]
+        }
+        guard case .array(let elements) = json else {
+            throw decoder.mismatch(json, "a path or an array of paths", at: path)
+        }
+        guard !elements.isEmpty else {
+            throw ProximaError(.invalidManifest, "expected at least one path", jsonPath: path)
+        }
+        var files: [(path: String, jsonPath: String?)] = []
+        for (offset, element) in elements.enumerated() {
+            let elementPath = "\(path)[\(offset)]"
+            let file = PathResolution.resolve(
+                try decoder.decodeString(element, at: elementPath),
+                against: baseDirectory
+            )
+            guard !files.contains(where: { $0.path == file }) else {
+                throw ProximaError(.invalidManifest, "\(file) is listed twice", jsonPath: elementPath)
+            }
+            files.append((file, elementPath))
+        }
+        return files
     }
 
     private static func loadPublicKey(_ path: String, at jsonPath: String) throws -> P256.PublicKey {
