@@ -23,10 +23,31 @@ import Synchronization
 /// is safe). Everything an operation writes (its `BN_CTX`, points, numbers) is made for that one call.
 final class P256Group: @unchecked Sendable {
     let group: OpaquePointer
+    /// The field prime p, the curve's b and (p + 1)/4, with p's Montgomery context: public values, read only, for
+    /// decompressing points (``decompress(_:into:_:)``).
+    private let prime: OpaquePointer
+    private let b: OpaquePointer
+    private let rootExponent: OpaquePointer
+    private let montgomery: OpaquePointer
 
     private init?() {
         guard let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else { return nil }
+        guard let prime = BN_new(), let a = BN_new(), let b = BN_new(), let rootExponent = BN_new(),
+            let montgomery = BN_MONT_CTX_new(), let numbers = BN_CTX_new()
+        else { return nil }
+        defer {
+            BN_CTX_free(numbers)
+            BN_free(a)
+        }
+        // p ≡ 3 (mod 4) for P-256, so a square root of v is v^((p+1)/4) when v has one.
+        guard EC_GROUP_get_curve(group, prime, a, b, numbers) == 1, BN_rshift(rootExponent, prime, 2) == 1,
+            BN_add_word(rootExponent, 1) == 1, BN_MONT_CTX_set(montgomery, prime, numbers) == 1
+        else { return nil }
         self.group = group
+        self.prime = prime
+        self.b = b
+        self.rootExponent = rootExponent
+        self.montgomery = montgomery
     }
 
     private static let made = P256Group()
@@ -64,6 +85,9 @@ final class P256Group: @unchecked Sendable {
     /// Decodes a SEC 1 point (compressed or uncompressed) into `point`, checking it is on the curve and not at
     /// infinity.
     private func decode(_ encoded: [UInt8], into point: OpaquePointer, _ numbers: OpaquePointer) throws {
+        if encoded.count == 33, encoded[0] == 0x02 || encoded[0] == 0x03 {
+            return try decompress(encoded, into: point, numbers)
+        }
         guard !(encoded.count == 1 && encoded[0] == 0x00) else {
             throw CryptoError(.invalidKey, "P-256 public key is the point at infinity")
         }
@@ -78,6 +102,43 @@ final class P256Group: @unchecked Sendable {
             throw CryptoError(.invalidKey, "P-256 public key is the point at infinity")
         }
         guard EC_POINT_is_on_curve(group, point, numbers) == 1 else {
+            _ = drainOpenSSLErrors()
+            throw CryptoError(.invalidKey, "P-256 public key is not a point on the curve")
+        }
+    }
+
+    /// Decompresses `02|03 ‖ x` (SEC 1 §2.3.4): y² = x³ − 3x + b, y = (y²)^((p+1)/4) checked by squaring, the y of
+    /// the given parity.
+    ///
+    /// The same result as `EC_POINT_oct2point`, whose square root (`BN_mod_sqrt`) builds p's Montgomery context and
+    /// runs OpenSSL's constant-time exponentiation on every call, about half the cost of the ECDH that follows. The
+    /// point is public, so the exponentiation here is the ordinary one, on the context made once.
+    private func decompress(_ encoded: [UInt8], into point: OpaquePointer, _ numbers: OpaquePointer) throws {
+        guard let x = BN_CTX_get(numbers), let square = BN_CTX_get(numbers), let y = BN_CTX_get(numbers),
+            let squared = BN_CTX_get(numbers)
+        else { throw libraryFailure("allocating numbers to decompress a point") }
+        let loaded = encoded.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 1, 32, x) }
+        guard loaded != nil else { throw libraryFailure("loading a point's x coordinate") }
+        guard BN_cmp(x, prime) < 0 else {
+            throw CryptoError(.invalidKey, "P-256 public key is not a point on the curve (or a coordinate is ≥ p)")
+        }
+        // x³ − 3x + b = (x² − 3)·x + b (mod p).
+        try check(BN_mod_sqr(square, x, prime, numbers), "decompressing a point")
+        try check(BN_sub_word(square, 3), "decompressing a point")
+        try check(BN_mod_mul(square, square, x, prime, numbers), "decompressing a point")
+        try check(BN_mod_add(square, square, b, prime, numbers), "decompressing a point")
+        try check(BN_mod_exp_mont(y, square, rootExponent, prime, numbers, montgomery), "decompressing a point")
+        try check(BN_mod_sqr(squared, y, prime, numbers), "decompressing a point")
+        guard BN_cmp(squared, square) == 0 else {
+            throw CryptoError(.invalidKey, "P-256 public key is not a point on the curve (no y for this x)")
+        }
+        if (BN_is_odd(y) == 1) != (encoded[0] == 0x03) {
+            guard BN_is_zero(y) == 0 else {
+                throw CryptoError(.invalidKey, "P-256 public key is not a point on the curve (y = 0 has no odd form)")
+            }
+            try check(BN_sub(y, prime, y), "decompressing a point")
+        }
+        guard EC_POINT_set_affine_coordinates(group, point, x, y, numbers) == 1 else {
             _ = drainOpenSSLErrors()
             throw CryptoError(.invalidKey, "P-256 public key is not a point on the curve")
         }
