@@ -101,8 +101,9 @@ enum PaymentErrorMapping {
     static func loyaltyError(_ error: LoyaltyError) -> any Error {
         switch error.code {
         case .invalidRequest: PaymentCardReaderError.invalidVASMerchants(error.reason)
-        // A phone that refuses the Smart Tap collector will refuse it again: no "tap again".
-        case .sessionRefused: ReadError.cardReadFailed(error.description)
+        // A phone that refuses the Smart Tap collector, or this terminal's command, will refuse it again: no "tap
+        // again".
+        case .sessionRefused, .commandRejected: ReadError.cardReadFailed(error.description)
         default: ReadError.cardReadFailed("\(error.description); tap again")
         }
     }

@@ -11,10 +11,13 @@ public import ProximaCrypto
 /// - SELECT OSE.VAS.01 → `6F { 50 "AndroidPay", C0 0001, C1 flags, C2 device nonce, C3 device ephemeral key,
 ///   A5 { BF0C { 61 { 4F A000000476D0000111, 87 01, 73 { DF6D 0000, DF4D 0001 } } } } }`.
 /// - SELECT Smart Tap 2 → `0000 0001` ‖ NDEF { `mdn` = `04` ‖ device nonce }.
-/// - NEGOTIATE SECURE CHANNEL: refuses a collector or key version none of its passes has (`9401`) and a signature
-///   that does not verify under the collector's public key (`9402`); else answers `nrs { ses, dpk }` and derives
-///   the session keys (ECDH, HKDF-SHA256).
-/// - GET DATA: the pass of the collector as `srs { ses, reb }`, the bundle zlib-compressed when the terminal says it
+/// - NEGOTIATE SECURE CHANNEL: answers `9500` (authentication failed, Google's status-words page) to a collector or
+///   key version none of its passes has and to a signature that does not verify under the collector's public key,
+///   `9402` (parsing failure) to a command it cannot parse; else answers `nrs { ses, dpk }` and derives the session
+///   keys (ECDH, HKDF-SHA256).
+/// - GET DATA: `9403` (invalid crypto input) before a negotiated session, `9402` for a command it cannot parse or
+///   another session or sequence number, `9407` (no merchant set) for another collector than the negotiated one;
+///   else the pass of the collector as `srs { ses, reb }`, the bundle zlib-compressed when the terminal says it
 ///   inflates and the pass wants it, sealed with AES-128-CTR and HMAC-SHA256; answers longer than ``chunkSize``
 ///   go out in parts with `9100`, the rest through GET MORE DATA.
 ///
@@ -151,7 +154,7 @@ public struct SmartTapPhone: VirtualCard {
             case 0x53: return negotiate(apdu.data)
             case 0x50: return getData(apdu.data)
             case 0xC0: return moreData()
-            default: return [0x6D, 0x00]
+            default: return [0x94, 0x00]
             }
         }
         guard var card = paymentCard else { return [0x6A, 0x82] }
@@ -211,18 +214,18 @@ public struct SmartTapPhone: VirtualCard {
             let sig = proof.first(where: { $0.type == Array("sig".utf8) }), sig.payload.first == 0x04,
             let cld = proof.first(where: { $0.type == Array("cld".utf8) }),
             let collectorID = Self.collector(in: cld.payload)
-        else { return [0x6A, 0x80] }
+        else { return [0x94, 0x02] }
         let readerNonce = Array(cpr.payload[0..<32])
         let readerKeyBytes = Array(cpr.payload[33..<66])
         let keyVersion = cpr.payload[66..<70].reduce(0) { $0 << 8 | UInt32($1) }
         guard let pass = passes.first(where: { $0.collectorID == collectorID && $0.keyVersion == keyVersion }) else {
-            return [0x94, 0x01]
+            return [0x95, 0x00]
         }
         let signed = readerNonce + deviceNonce + Self.be32(collectorID) + readerKeyBytes
         guard let readerKey = try? P256.PublicKey(compressedRepresentation: readerKeyBytes),
             let signature = try? P256.ECDSASignature(derRepresentation: Array(sig.payload[1...])),
             pass.collectorKey.isValidSignature(signature, for: signed)
-        else { return [0x94, 0x02] }
+        else { return [0x95, 0x00] }
         let devicePublic = ephemeral.publicKey.compressedRepresentation
         guard let z = try? ephemeral.sharedSecret(with: readerKey),
             let okm = try? HKDF.deriveKey(
@@ -247,18 +250,18 @@ public struct SmartTapPhone: VirtualCard {
 
     /// GET DATA: `srq { ses, mer { cld }, slr { str }, pcr }`.
     private mutating func getData(_ data: [UInt8]) -> [UInt8] {
-        guard let keys, let negotiated = negotiatedCollector else { return [0x69, 0x85] }
+        guard let keys, let negotiated = negotiatedCollector else { return [0x94, 0x03] }
         guard let srq = Record.decode(data)?.first(where: { $0.type == Array("srq".utf8) }), srq.payload.count > 2,
             let inner = Record.decode(Array(srq.payload[2...])),
             let ses = inner.first(where: { $0.type == Array("ses".utf8) }), ses.payload.count == 10,
             let mer = inner.first(where: { $0.type == Array("mer".utf8) }),
             let cld = Record.decode(mer.payload)?.first(where: { $0.type == Array("cld".utf8) }),
             let pcr = inner.first(where: { $0.type == Array("pcr".utf8) }), pcr.payload.count == 5
-        else { return [0x6A, 0x80] }
-        guard Array(ses.payload[0..<8]) == sessionID, ses.payload[8] == sequence else { return [0x6A, 0x80] }
+        else { return [0x94, 0x02] }
+        guard Array(ses.payload[0..<8]) == sessionID, ses.payload[8] == sequence else { return [0x94, 0x02] }
         guard Self.collector(in: cld.payload) == negotiated,
             let pass = passes.first(where: { $0.collectorID == negotiated })
-        else { return [0x94, 0x01] }
+        else { return [0x94, 0x07] }
         if let status = pass.statusWord { return [status.sw1, status.sw2] }
         let number = Record(tnf: 0x01, type: "n", id: Array("n".utf8), payload: [0x00] + pass.redemptionValue)
         let issuer = Record(tnf: 0x01, type: "i", id: Array("i".utf8), payload: [0x04, 0x00, 0x00, 0x00, 0x00, 0x01])
@@ -288,7 +291,7 @@ public struct SmartTapPhone: VirtualCard {
 
     /// The next part of a GET DATA answer: `9100` while more follows.
     private mutating func moreData() -> [UInt8] {
-        guard !pending.isEmpty else { return [0x69, 0x85] }
+        guard !pending.isEmpty else { return [0x94, 0x05] }
         let part = Array(pending.prefix(chunkSize))
         pending.removeFirst(part.count)
         return part + (pending.isEmpty ? [0x90, 0x00] : [0x91, 0x00])

@@ -1,7 +1,7 @@
 internal import COpenSSL
 import ProximaCore
 
-/// AES (FIPS 197) modes through OpenSSL's `EVP_Cipher` API.
+/// AES (FIPS 197) modes through OpenSSL's `EVP_Cipher` API, on ciphers fetched once for the process.
 public enum AES {
     /// AES-GCM (NIST SP 800-38D) with a 16-byte tag.
     ///
@@ -148,41 +148,53 @@ private final class CipherContext {
         return key.count * 8
     }
 
-    private init(cipher: OpaquePointer?, key: [UInt8], iv: [UInt8], encrypting: Bool, setIVLength: Bool) throws {
+    /// A context for `cipher` (fetched once for the process, ``OpenSSLAlgorithms``) with `key` and `iv` set.
+    /// - Parameter setIVLength: Whether to set an IV length other than the mode's default first (GCM).
+    private init(cipher: OpaquePointer, key: [UInt8], iv: [UInt8], encrypting: Bool, setIVLength: Bool) throws {
         guard let pointer = EVP_CIPHER_CTX_new() else { throw libraryFailure("creating a cipher context") }
         self.pointer = pointer
         self.encrypting = encrypting
         let enc: Int32 = encrypting ? 1 : 0
-        try check(EVP_CipherInit_ex(pointer, cipher, nil, nil, nil, enc), "initialising the cipher")
         if setIVLength {
+            try check(EVP_CipherInit_ex2(pointer, cipher, nil, nil, enc, nil), "initialising the cipher")
             let length = try int32Length(iv.count, "IV")
             try check(EVP_CIPHER_CTX_ctrl(pointer, EVP_CTRL_AEAD_SET_IVLEN, length, nil), "setting the IV length")
         }
         let result = key.withUnsafeBufferPointer { keyPointer in
             iv.withUnsafeBufferPointer {
-                EVP_CipherInit_ex(pointer, nil, nil, keyPointer.baseAddress, $0.baseAddress, enc)
+                EVP_CipherInit_ex2(
+                    pointer,
+                    setIVLength ? nil : cipher,
+                    keyPointer.baseAddress,
+                    $0.baseAddress,
+                    enc,
+                    nil
+                )
             }
         }
         try check(result, "setting the key and IV")
     }
 
     convenience init(gcmKey key: [UInt8], iv: [UInt8], encrypting: Bool) throws {
-        let cipher: OpaquePointer? =
+        let algorithms = try OpenSSLAlgorithms.shared()
+        let cipher =
             switch try Self.keyBits(key, "GCM") {
-            case 128: EVP_aes_128_gcm()
-            case 192: EVP_aes_192_gcm()
-            default: EVP_aes_256_gcm()
+            case 128: algorithms.aes128GCM
+            case 192: algorithms.aes192GCM
+            default: algorithms.aes256GCM
             }
         guard !iv.isEmpty else { throw ProximaError(.invalidArgument, "AES-GCM IV must not be empty") }
-        try self.init(cipher: cipher, key: key, iv: iv, encrypting: encrypting, setIVLength: true)
+        // 12 bytes is GCM's default IV length; only another length needs setting before the IV.
+        try self.init(cipher: cipher, key: key, iv: iv, encrypting: encrypting, setIVLength: iv.count != 12)
     }
 
     convenience init(ctrKey key: [UInt8], iv: [UInt8]) throws {
-        let cipher: OpaquePointer? =
+        let algorithms = try OpenSSLAlgorithms.shared()
+        let cipher =
             switch try Self.keyBits(key, "CTR") {
-            case 128: EVP_aes_128_ctr()
-            case 192: EVP_aes_192_ctr()
-            default: EVP_aes_256_ctr()
+            case 128: algorithms.aes128CTR
+            case 192: algorithms.aes192CTR
+            default: algorithms.aes256CTR
             }
         guard iv.count == 16 else {
             throw ProximaError(.invalidArgument, "AES-CTR counter block of \(iv.count) bytes; expected 16")

@@ -6,7 +6,7 @@ import ProximaCore
 /// ``P256`` is the tuned single-curve form the payment path uses; these types cover the three curves for ECDSA
 /// (COSE ES256/ES384/ES512) and ECDH (mdoc session keys on the device key's curve), with the same checks: a
 /// public point is on its curve and not at infinity, a scalar lies in 1…n−1, keys from PEM or DER are of the named
-/// curve they claim.
+/// curve they claim. Keys on P-256 take P256's fast path (the shared group and ``P256KeyCache``) for every operation.
 public enum EllipticCurve: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     case p256 = "P-256"
     case p384 = "P-384"
@@ -91,7 +91,10 @@ public struct ECPublicKey: Hashable, Sendable, CustomStringConvertible {
             )
         }
         self.curve = curve
-        self.x963Representation = try CurveGroup(curve).validatedUncompressedPoint(encoded)
+        self.x963Representation =
+            curve == .p256
+            ? try P256Group.shared().validatedUncompressedPoint(encoded)
+            : try CurveGroup(curve).validatedUncompressedPoint(encoded)
     }
 
     /// A key from its affine coordinates, each exactly the curve's coordinate length (COSE_Key `x`, `y`).
@@ -147,6 +150,10 @@ public struct ECPublicKey: Hashable, Sendable, CustomStringConvertible {
     /// Whether `signature` (`r || s`, each the coordinate length, as COSE and JWS carry it) is a valid ECDSA
     /// signature over `digest(message)`; `false` for any malformed signature, never a throw.
     public func isValidSignature(_ signature: [UInt8], for message: [UInt8], digest: DigestAlgorithm) -> Bool {
+        if curve == .p256, digest == .sha256 {
+            guard let der = rawSignatureToDER(signature, size: 32) else { return false }
+            return P256.PublicKey(validatedX963: x963Representation).isValidSignature(der: der, for: message)
+        }
         guard let der = rawSignatureToDER(signature, size: curve.coordinateByteCount),
             let key = try? makeECKey(curve: curve, publicPoint: x963Representation, privateScalar: nil),
             let context = EVP_MD_CTX_new()
@@ -187,6 +194,13 @@ public struct ECPrivateKey: Sendable, CustomStringConvertible, CustomDebugString
     /// A fresh key from OpenSSL's generator.
     /// - Throws: ``CryptoError/Code/libraryFailure`` when OpenSSL cannot generate.
     public init(generatingOn curve: EllipticCurve) throws {
+        if curve == .p256 {
+            let key = try P256.PrivateKey()
+            self.curve = .p256
+            rawRepresentation = key.rawRepresentation
+            publicKey = ECPublicKey(key.publicKey)
+            return
+        }
         guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
             throw libraryFailure("creating an EC key generation context")
         }
@@ -210,6 +224,13 @@ public struct ECPrivateKey: Sendable, CustomStringConvertible, CustomDebugString
                 .invalidKey,
                 "\(curve) private key of \(rawRepresentation.count) bytes; expected \(curve.coordinateByteCount)"
             )
+        }
+        if curve == .p256 {
+            let key = try P256.PrivateKey(rawRepresentation: rawRepresentation)
+            self.curve = .p256
+            self.rawRepresentation = key.rawRepresentation
+            publicKey = ECPublicKey(key.publicKey)
+            return
         }
         self.curve = curve
         self.rawRepresentation = rawRepresentation
@@ -250,6 +271,9 @@ public struct ECPrivateKey: Sendable, CustomStringConvertible, CustomDebugString
     /// An ECDSA signature over `digest(message)` as `r || s`, each the coordinate length (COSE, JWS).
     /// - Throws: ``CryptoError/Code/libraryFailure`` only if OpenSSL fails.
     public func signature(for message: [UInt8], digest: DigestAlgorithm) throws -> [UInt8] {
+        if curve == .p256, digest == .sha256, let key = p256 {
+            return try key.signature(for: message).rawRepresentation
+        }
         let key = try makeECKey(
             curve: curve,
             publicPoint: publicKey.x963Representation,
@@ -277,6 +301,9 @@ public struct ECPrivateKey: Sendable, CustomStringConvertible, CustomDebugString
         guard peer.curve == curve else {
             throw CryptoError(.invalidKey, "ECDH between a \(curve) key and a \(peer.curve) key")
         }
+        if curve == .p256 {
+            return try P256Group.shared().sharedSecret(scalar: rawRepresentation, point: peer.x963Representation)
+        }
         let own = try makeECKey(
             curve: curve,
             publicPoint: publicKey.x963Representation,
@@ -297,6 +324,15 @@ public struct ECPrivateKey: Sendable, CustomStringConvertible, CustomDebugString
             throw CryptoError(.libraryFailure, "ECDH gave \(length) bytes")
         }
         return secret
+    }
+
+    /// The same key as a ``P256/PrivateKey``, when it is on P-256 (its scalar was checked when made).
+    var p256: P256.PrivateKey? {
+        guard curve == .p256 else { return nil }
+        return P256.PrivateKey(
+            validatedScalar: rawRepresentation,
+            publicKey: P256.PublicKey(validatedX963: publicKey.x963Representation)
+        )
     }
 
     public var description: String { "ECPrivateKey(\(curve), redacted)" }

@@ -138,10 +138,9 @@ extension HPKE {
     /// DHKEM `Encap(pkR)` (RFC 9180 §4.1) with a given ephemeral key.
     static func encapsulate(
         to recipientKey: P256.PublicKey,
-        ephemeralKey: P256.PrivateKey,
-        dh: [UInt8]? = nil
+        ephemeralKey: P256.PrivateKey
     ) throws -> (sharedSecret: [UInt8], enc: [UInt8]) {
-        let dh = try dh ?? ephemeralKey.sharedSecret(with: recipientKey)
+        let dh = try ephemeralKey.sharedSecret(with: recipientKey)
         let enc = ephemeralKey.publicKey.x963Representation
         let sharedSecret = try extractAndExpand(dh: dh, kemContext: enc + recipientKey.x963Representation)
         return (sharedSecret, enc)
@@ -312,10 +311,8 @@ extension HPKE {
         /// Sets up a context to `recipientKey` with a fresh ephemeral key.
         /// - Throws: ``CryptoError/Code/libraryFailure`` only if OpenSSL fails.
         public init(recipientKey: P256.PublicKey, info: [UInt8]) throws {
-            // The ECDH runs on the key as OpenSSL generated it: no import of the scalar just exported.
-            let ephemeral = try P256.PrivateKey.generated()
-            let dh = try ephemeral.key.sharedSecret(with: recipientKey, own: ephemeral.evpKey)
-            let (sharedSecret, enc) = try HPKE.encapsulate(to: recipientKey, ephemeralKey: ephemeral.key, dh: dh)
+            // Key generation and ECDH are multiplications on the process's P-256 group: no EVP_PKEY is made.
+            let (sharedSecret, enc) = try HPKE.encapsulate(to: recipientKey, ephemeralKey: try P256.PrivateKey())
             let schedule = try KeySchedule(sharedSecret: sharedSecret, info: info)
             self.encapsulatedKey = enc
             self.sharedSecret = sharedSecret

@@ -1,26 +1,12 @@
 internal import COpenSSL
 import ProximaCore
 
-/// Runs one `EVP_KDF` derivation.
-private func deriveWithKDF(
-    _ name: String,
-    _ parameters: ParameterList,
-    outputByteCount: Int
-) throws -> [UInt8] {
-    guard let kdf = EVP_KDF_fetch(nil, name, nil) else { throw libraryFailure("fetching KDF \(name)") }
-    defer { EVP_KDF_free(kdf) }
-    guard let context = EVP_KDF_CTX_new(kdf) else { throw libraryFailure("creating a \(name) context") }
-    defer { EVP_KDF_CTX_free(context) }
-    var output = [UInt8](repeating: 0, count: outputByteCount)
-    let result = parameters.withParameters { params in
-        output.withUnsafeMutableBufferPointer { EVP_KDF_derive(context, $0.baseAddress, outputByteCount, params) }
-    }
-    try check(result, "\(name) derivation")
-    return output
-}
-
-/// HKDF (RFC 5869) through OpenSSL's `EVP_KDF` "HKDF", with Extract and Expand available separately because
-/// HPKE's `LabeledExtract` and `LabeledExpand` (RFC 9180 §4) call them separately.
+/// HKDF (RFC 5869) on OpenSSL's HMAC, with Extract and Expand available separately because HPKE's
+/// `LabeledExtract` and `LabeledExpand` (RFC 9180 §4) call them separately.
+///
+/// Written here over ``HMAC`` (RFC 5869 §2.2–2.3 are two loops of it) rather than through `EVP_KDF` "HKDF": the
+/// latter looks the KDF and its digest up by name and builds a parameter list on every call, which cost more than the
+/// three HMACs of a 48-byte key.
 public enum HKDF {
     /// HKDF-Extract (RFC 5869 §2.2): `PRK = HMAC-Hash(salt, IKM)`.
     ///
@@ -35,14 +21,8 @@ public enum HKDF {
         inputKeyMaterial: [UInt8],
         digest: DigestAlgorithm = .sha256
     ) throws -> [UInt8] {
-        let parameters = ParameterList()
-        parameters.append("mode", int: EVP_KDF_HKDF_MODE_EXTRACT_ONLY)
-        parameters.append("digest", utf8: digest.openSSLName)
-        parameters.append("key", octets: inputKeyMaterial)
-        // HMAC pads its key with zeros to the block size, so an empty salt and HashLen zeros give the same PRK;
-        // passing the zeros keeps OpenSSL from treating the empty salt as "no salt given".
-        parameters.append("salt", octets: salt.isEmpty ? [UInt8](repeating: 0, count: digest.byteCount) : salt)
-        return try deriveWithKDF("HKDF", parameters, outputByteCount: digest.byteCount)
+        // HMAC pads its key with zeros to the block size, so an empty salt and HashLen zeros give the same PRK.
+        try HMAC.authenticationCode(for: [inputKeyMaterial], key: salt, digest: digest)
     }
 
     /// HKDF-Expand (RFC 5869 §2.3).
@@ -67,12 +47,23 @@ public enum HKDF {
         guard !pseudoRandomKey.isEmpty else {
             throw ProximaError(.invalidArgument, "HKDF-Expand needs a non-empty pseudorandom key")
         }
-        let parameters = ParameterList()
-        parameters.append("mode", int: EVP_KDF_HKDF_MODE_EXPAND_ONLY)
-        parameters.append("digest", utf8: digest.openSSLName)
-        parameters.append("key", octets: pseudoRandomKey)
-        parameters.append("info", octets: info)
-        return try deriveWithKDF("HKDF", parameters, outputByteCount: outputByteCount)
+        // T(i) = HMAC(PRK, T(i−1) ‖ info ‖ i), T(0) empty; OKM = the first L bytes of T(1) ‖ T(2) ‖ …
+        var output: [UInt8] = []
+        output.reserveCapacity(outputByteCount + digest.byteCount)
+        var block: [UInt8] = []
+        var counter: UInt8 = 1
+        while output.count < outputByteCount {
+            block = try HMAC.authenticationCode(for: [block, info, [counter]], key: pseudoRandomKey, digest: digest)
+            output += block
+            counter &+= 1
+        }
+        OPENSSL_cleanse(&block, block.count)
+        let extra = output.count - outputByteCount
+        if extra > 0 {
+            output.withUnsafeMutableBufferPointer { OPENSSL_cleanse($0.baseAddress! + outputByteCount, extra) }
+            output.removeLast(extra)
+        }
+        return output
     }
 
     /// Extract then Expand (RFC 5869 §2).
@@ -84,12 +75,14 @@ public enum HKDF {
         outputByteCount: Int,
         digest: DigestAlgorithm = .sha256
     ) throws -> [UInt8] {
-        let prk = try extract(salt: salt, inputKeyMaterial: inputKeyMaterial, digest: digest)
+        var prk = try extract(salt: salt, inputKeyMaterial: inputKeyMaterial, digest: digest)
+        defer { OPENSSL_cleanse(&prk, prk.count) }
         return try expand(pseudoRandomKey: prk, info: info, outputByteCount: outputByteCount, digest: digest)
     }
 }
 
-/// The ANSI X9.63 key derivation function (SEC 1 v2 §3.6.1), through OpenSSL's `EVP_KDF` "X963KDF":
+/// The ANSI X9.63 key derivation function (SEC 1 v2 §3.6.1), on OpenSSL's digest fetched once (one hash per block;
+/// `EVP_KDF` "X963KDF" would look the KDF and digest up by name on every call):
 /// `K = Hash(Z || Counter || SharedInfo)` for Counter = 1, 2, … (32-bit big-endian), truncated to the length.
 /// Apple VAS derives its AES key this way from the ECDH shared secret.
 public enum X963KDF {
@@ -112,10 +105,23 @@ public enum X963KDF {
         guard outputByteCount >= 1, outputByteCount <= 1 << 20 else {
             throw ProximaError(.invalidArgument, "X9.63 KDF length \(outputByteCount) is outside 1…1048576")
         }
-        let parameters = ParameterList()
-        parameters.append("digest", utf8: digest.openSSLName)
-        parameters.append("key", octets: sharedSecret)
-        parameters.append("info", octets: sharedInfo)
-        return try deriveWithKDF("X963KDF", parameters, outputByteCount: outputByteCount)
+        var output: [UInt8] = []
+        output.reserveCapacity(outputByteCount + digest.byteCount)
+        var counter: UInt32 = 1
+        while output.count < outputByteCount {
+            let counterBytes = [
+                UInt8(counter >> 24), UInt8(counter >> 16 & 0xFF), UInt8(counter >> 8 & 0xFF), UInt8(counter & 0xFF),
+            ]
+            var input = sharedSecret + counterBytes + sharedInfo
+            output += try digest.hash(input)
+            OPENSSL_cleanse(&input, input.count)
+            counter += 1
+        }
+        let extra = output.count - outputByteCount
+        if extra > 0 {
+            output.withUnsafeMutableBufferPointer { OPENSSL_cleanse($0.baseAddress! + outputByteCount, extra) }
+            output.removeLast(extra)
+        }
+        return output
     }
 }

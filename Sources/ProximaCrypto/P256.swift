@@ -5,9 +5,9 @@ import Synchronization
 /// The NIST P-256 curve (secp256r1, prime256v1; FIPS 186-4, SEC 2 §2.4.2): keys, ECDH and ECDSA with SHA-256.
 ///
 /// Keys are values: a private key is its 32-byte scalar and a public key its uncompressed point, both checked
-/// when made. An operation builds the OpenSSL `EVP_PKEY` it needs, except that the public keys used most (the
-/// processor's, a merchant's, an issuer's) are kept imported in ``ImportedPublicKeys``, and HPKE runs its ECDH on the
-/// ephemeral key OpenSSL just generated.
+/// when made. Key generation and ECDH are scalar multiplications on the process's one P-256 group (``P256Group``);
+/// ECDSA runs on `EVP_PKEY`s kept, with their contexts, in ``P256KeyCache`` for the keys that sign or verify. That is
+/// the one fast path every user of the curve shares (see `P256KeyCache.swift`).
 public enum P256 {
     /// The byte length of a scalar or of one coordinate.
     public static let scalarByteCount = 32
@@ -46,33 +46,17 @@ extension P256 {
         /// The matching public key d·G.
         public let publicKey: PublicKey
 
-        /// A fresh key from OpenSSL's key generator.
-        /// - Throws: ``CryptoError/Code/libraryFailure`` when OpenSSL cannot generate (no entropy source).
+        /// A fresh key: a scalar from OpenSSL's private random generator, drawn again until it lies in 1…n−1, and its
+        /// point d·G on the process's P-256 group (no `EVP_PKEY` is made: an ephemeral key is used for one ECDH).
+        /// - Throws: ``CryptoError/Code/libraryFailure`` when OpenSSL cannot draw random bytes.
         public init() throws {
-            self = try Self.generated().key
+            let (scalar, point) = try P256Group.shared().generate()
+            self.init(validatedScalar: scalar, publicKey: PublicKey(validatedX963: point))
         }
 
-        /// A fresh key and the `EVP_PKEY` OpenSSL generated it as, for an ECDH that follows at once (HPKE).
-        static func generated() throws -> (key: PrivateKey, evpKey: OwnedKey) {
-            guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
-                throw libraryFailure("creating an EC key generation context")
-            }
-            defer { EVP_PKEY_CTX_free(context) }
-            try check(EVP_PKEY_keygen_init(context), "initialising EC key generation")
-            try check(EVP_PKEY_CTX_set_group_name(context, "P-256"), "selecting P-256")
-            var generated: OpaquePointer? = nil
-            try check(EVP_PKEY_generate(context, &generated), "generating a P-256 key")
-            guard let generated else { throw libraryFailure("generating a P-256 key") }
-            let key = OwnedKey(generated)
-            // The generator computed d·G already: take it from the key rather than multiplying again, and without
-            // validating a point OpenSSL made (HPKE makes one ephemeral key per envelope: the payment hot path).
-            let point = try publicPoint(of: key, "generated P-256 key")
-            return (
-                PrivateKey(validatedScalar: try privateScalar(of: key), publicKey: PublicKey(validatedX963: point)), key
-            )
-        }
-
-        private init(validatedScalar: [UInt8], publicKey: PublicKey) {
+        /// A key from a scalar and its public key, both already checked (P256Group made them, or an ``ECPrivateKey``
+        /// on P-256 holds them).
+        init(validatedScalar: [UInt8], publicKey: PublicKey) {
             rawRepresentation = validatedScalar
             self.publicKey = publicKey
         }
@@ -92,7 +76,7 @@ extension P256 {
                 throw CryptoError(.invalidKey, "P-256 private scalar is zero or not below the group order")
             }
             self.rawRepresentation = rawRepresentation
-            self.publicKey = PublicKey(validatedX963: try Curve().publicPoint(forScalar: rawRepresentation))
+            self.publicKey = PublicKey(validatedX963: try P256Group.shared().publicPoint(forScalar: rawRepresentation))
         }
 
         /// A key from PEM: PKCS#8 (`BEGIN PRIVATE KEY`) or SEC 1 (`BEGIN EC PRIVATE KEY`), unencrypted.
@@ -120,48 +104,29 @@ extension P256 {
         /// The ECDH shared secret with `publicKey` (SEC 1 §3.3.1): the x-coordinate of d·Q, 32 bytes, not hashed.
         /// - Throws: ``CryptoError/Code/libraryFailure`` only if OpenSSL fails.
         public func sharedSecret(with publicKey: PublicKey) throws -> [UInt8] {
-            try sharedSecret(
-                with: publicKey,
-                own: try makeKey(publicPoint: self.publicKey.x963Representation, privateScalar: rawRepresentation)
-            )
+            try P256Group.shared().sharedSecret(scalar: rawRepresentation, point: publicKey.x963Representation)
         }
 
-        /// ECDH with `own`, this key as an `EVP_PKEY` already made.
-        func sharedSecret(with publicKey: PublicKey, own: OwnedKey) throws -> [UInt8] {
-            let peer = try ImportedPublicKeys.shared.key(for: publicKey.x963Representation)
-            guard let context = EVP_PKEY_CTX_new_from_pkey(nil, own.pointer, nil) else {
-                throw libraryFailure("creating an ECDH context")
+        /// The ECDH shared secret with the point `encoded` as a peer sent it (SEC 1: compressed `02|03 ‖ x`, 33 bytes,
+        /// or uncompressed `04 ‖ x ‖ y`, 65 bytes), checked here: the same value as ``sharedSecret(with:)`` without
+        /// building a ``PublicKey`` first (Apple VAS and Smart Tap send compressed points).
+        /// - Throws: ``CryptoError/Code/invalidKey`` when the bytes are no point of P-256 (or the point at
+        ///   infinity); ``CryptoError/Code/libraryFailure`` if OpenSSL fails.
+        public func sharedSecret(withPoint encoded: [UInt8]) throws -> [UInt8] {
+            guard encoded.count == 33 || encoded.count == 65 else {
+                throw CryptoError(.invalidKey, "P-256 point of \(encoded.count) bytes; expected 33 or 65")
             }
-            defer { EVP_PKEY_CTX_free(context) }
-            try check(EVP_PKEY_derive_init(context), "initialising ECDH")
-            // No second validation of the peer: every PublicKey was checked when made (on the curve, not the point
-            // at infinity), and P-256's cofactor is 1, so OpenSSL's full check would only repeat that, at the
-            // price of a scalar multiplication by the order (about as much as the ECDH itself).
-            try check(EVP_PKEY_derive_set_peer_ex(context, peer.pointer, 0), "setting the ECDH peer key")
-            var secret = [UInt8](repeating: 0, count: P256.scalarByteCount)
-            var length = secret.count
-            let result = secret.withUnsafeMutableBufferPointer { EVP_PKEY_derive(context, $0.baseAddress, &length) }
-            try check(result, "ECDH")
-            guard length == P256.scalarByteCount else {
-                throw CryptoError(.libraryFailure, "ECDH gave \(length) bytes")
-            }
-            return secret
+            return try P256Group.shared().sharedSecret(scalar: rawRepresentation, point: encoded)
         }
 
         /// An ECDSA signature (FIPS 186-4 §6) over SHA-256 of `message`, with a random nonce.
+        ///
+        /// The key's OpenSSL object and signing context are made on its first signature and kept in
+        /// ``P256KeyCache`` (keys that sign are long-lived: a collector's, a reader's identity, a token issuer's).
         /// - Throws: ``CryptoError/Code/libraryFailure`` only if OpenSSL fails.
         public func signature(for message: [UInt8]) throws -> ECDSASignature {
-            let key = try makeKey(publicPoint: publicKey.x963Representation, privateScalar: rawRepresentation)
-            guard let context = EVP_MD_CTX_new() else { throw libraryFailure("creating a signing context") }
-            defer { EVP_MD_CTX_free(context) }
-            try check(EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key.pointer), "initialising ECDSA")
-            var der = [UInt8](repeating: 0, count: 80)
-            var length = der.count
-            let result = message.withNonNullPointer { pointer, count in
-                der.withUnsafeMutableBufferPointer { EVP_DigestSign(context, $0.baseAddress, &length, pointer, count) }
-            }
-            try check(result, "ECDSA signing")
-            return try ECDSASignature(derRepresentation: Array(der[..<length]))
+            let der = try P256KeyCache.shared.signer(for: self).sign(digest: try SHA256.hash(message))
+            return try ECDSASignature(derRepresentation: der)
         }
 
         public var description: String { "P256.PrivateKey(redacted)" }
@@ -191,7 +156,7 @@ extension P256 {
                         + " starting \(x963Representation.prefix(1).hexString); expected 65 bytes 04||X||Y"
                 )
             }
-            self.x963Representation = try Curve().validatedUncompressedPoint(x963Representation)
+            self.x963Representation = try P256Group.shared().validatedUncompressedPoint(x963Representation)
         }
 
         /// A key from its compressed SEC 1 encoding `02|03 || X`.
@@ -207,7 +172,7 @@ extension P256 {
                         + " starting \(compressedRepresentation.prefix(1).hexString); expected 33 bytes 02|03||X"
                 )
             }
-            x963Representation = try Curve().validatedUncompressedPoint(compressedRepresentation)
+            x963Representation = try P256Group.shared().validatedUncompressedPoint(compressedRepresentation)
         }
 
         /// A key from a DER SubjectPublicKeyInfo (RFC 5280 §4.1.2.7, RFC 5480).
@@ -227,7 +192,7 @@ extension P256 {
 
         fileprivate init(evpKey key: OwnedKey, _ what: String) throws {
             try requireP256(key, what)
-            x963Representation = try Curve().validatedUncompressedPoint(try publicPoint(of: key, what))
+            x963Representation = try P256Group.shared().validatedUncompressedPoint(try publicPoint(of: key, what))
         }
 
         /// The compressed SEC 1 encoding `02|03 || X`, 33 bytes.
@@ -246,23 +211,18 @@ extension P256 {
         ///
         /// Returns `false`, never throws, for any signature that does not verify, including r or s outside 1…n−1.
         public func isValidSignature(_ signature: ECDSASignature, for message: [UInt8]) -> Bool {
-            guard let key = try? ImportedPublicKeys.shared.key(for: x963Representation),
-                let context = EVP_MD_CTX_new()
+            isValidSignature(der: signature.derRepresentation, for: message)
+        }
+
+        /// The same check on a DER signature already encoded (EC.swift's P-256 keys).
+        func isValidSignature(der: [UInt8], for message: [UInt8]) -> Bool {
+            guard let verifier = try? P256KeyCache.shared.verifier(for: x963Representation),
+                let digest = try? SHA256.hash(message)
             else {
                 _ = drainOpenSSLErrors()
                 return false
             }
-            defer { EVP_MD_CTX_free(context) }
-            guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key.pointer) == 1 else {
-                _ = drainOpenSSLErrors()
-                return false
-            }
-            let der = signature.derRepresentation
-            let result = message.withNonNullPointer { pointer, count in
-                der.withUnsafeBufferPointer { EVP_DigestVerify(context, $0.baseAddress, $0.count, pointer, count) }
-            }
-            if result != 1 { _ = drainOpenSSLErrors() }
-            return result == 1
+            return verifier.verify(der: der, digest: digest)
         }
 
         /// The compressed point in hex: public, and short enough to tell keys apart in a log.
@@ -322,103 +282,6 @@ extension P256 {
 }
 
 // MARK: - OpenSSL plumbing
-
-/// The P-256 group with a `BN_CTX`, freed together. Not `Sendable`: made for one call.
-private final class Curve {
-    let group: OpaquePointer
-    let numbers: OpaquePointer
-
-    init() throws {
-        guard let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else {
-            throw libraryFailure("loading the P-256 group")
-        }
-        guard let numbers = BN_CTX_new() else {
-            EC_GROUP_free(group)
-            throw libraryFailure("allocating a BN_CTX")
-        }
-        self.group = group
-        self.numbers = numbers
-    }
-
-    deinit {
-        BN_CTX_free(numbers)
-        EC_GROUP_free(group)
-    }
-
-    private func makePoint() throws -> OpaquePointer {
-        guard let point = EC_POINT_new(group) else { throw libraryFailure("allocating an EC point") }
-        return point
-    }
-
-    private func uncompressed(_ point: OpaquePointer) throws -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 65)
-        let written = out.withUnsafeMutableBufferPointer {
-            EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, $0.baseAddress, 65, numbers)
-        }
-        guard written == 65 else { throw libraryFailure("encoding an EC point") }
-        return out
-    }
-
-    /// Decodes a SEC 1 point (compressed or uncompressed), checks that it is on the curve and not at infinity, and
-    /// returns it uncompressed.
-    func validatedUncompressedPoint(_ encoded: [UInt8]) throws -> [UInt8] {
-        guard !(encoded.count == 1 && encoded[0] == 0x00) else {
-            throw CryptoError(.invalidKey, "P-256 public key is the point at infinity")
-        }
-        let point = try makePoint()
-        defer { EC_POINT_free(point) }
-        let decoded = encoded.withUnsafeBufferPointer {
-            EC_POINT_oct2point(group, point, $0.baseAddress, $0.count, numbers)
-        }
-        guard decoded == 1 else {
-            _ = drainOpenSSLErrors()
-            throw CryptoError(.invalidKey, "P-256 public key is not a point on the curve (or a coordinate is ≥ p)")
-        }
-        guard EC_POINT_is_at_infinity(group, point) == 0 else {
-            throw CryptoError(.invalidKey, "P-256 public key is the point at infinity")
-        }
-        guard EC_POINT_is_on_curve(group, point, numbers) == 1 else {
-            _ = drainOpenSSLErrors()
-            throw CryptoError(.invalidKey, "P-256 public key is not a point on the curve")
-        }
-        return try uncompressed(point)
-    }
-
-    /// d·G, uncompressed, for a scalar already checked to lie in 1…n−1.
-    func publicPoint(forScalar scalar: [UInt8]) throws -> [UInt8] {
-        guard let number = scalar.withUnsafeBufferPointer({ BN_bin2bn($0.baseAddress, Int32($0.count), nil) }) else {
-            throw libraryFailure("loading the private scalar")
-        }
-        defer { BN_clear_free(number) }
-        let point = try makePoint()
-        defer { EC_POINT_free(point) }
-        try check(EC_POINT_mul(group, point, number, nil, nil, numbers), "computing the public key")
-        return try uncompressed(point)
-    }
-}
-
-/// The public keys most recently used for ECDH or verification, kept imported: importing a point costs about a
-/// third of an ECDH, and the keys a kernel uses again and again are few (the processor's, the merchants', the
-/// issuers'). Bounded: when full it starts again empty, so ephemeral peers cannot grow it.
-final class ImportedPublicKeys: Sendable {
-    static let shared = ImportedPublicKeys(capacity: 64)
-
-    private let capacity: Int
-    private let keys = Mutex<[[UInt8]: OwnedKey]>([:])
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    /// The `EVP_PKEY` of a validated uncompressed point.
-    func key(for point: [UInt8]) throws -> OwnedKey {
-        if let key = keys.withLock({ $0[point] }) { return key }
-        let key = try makeKey(publicPoint: point, privateScalar: nil)
-        keys.withLock {
-            if $0.count >= capacity { $0.removeAll(keepingCapacity: true) }
-            $0[point] = key
-        }
-        return key
-    }
-}
 
 /// The public point of an EC key as OpenSSL encodes it.
 private func publicPoint(of key: OwnedKey, _ what: String) throws -> [UInt8] {

@@ -59,7 +59,7 @@ import Testing
         #expect(settings.smartTap?.collectorName == "20180608")
         #expect(settings.smartTap?.keyVersion == 3)
         #expect(
-            settings.smartTap?.signingKey.key.publicKey
+            settings.smartTap?.signingKey.publicKey
                 == (try TestKeys.privateKey("smarttap-test-private.pem").publicKey)
         )
         #expect(!"\(settings.smartTap.map { "\($0)" } ?? "")".contains("BEGIN"))

@@ -115,9 +115,18 @@ import Testing
         #expect(outcome.entries.first?.message == nil)
     }
 
+    /// Every status word Google's status-words page (as proxmark3 names its values) lists outside success, plus one
+    /// undefined family: the error code and the words of its reason.
     @Test(arguments: [
-        ("9406", LoyaltyError.Code.sessionRefused, "too many requests"),
-        ("9201", .cardReadFailed, "transient"), ("6a80", .cardReadFailed, "not a Smart Tap status word"),
+        ("9200", LoyaltyError.Code.cardReadFailed, "transient failure"), ("9201", .cardReadFailed, "transient crypto"),
+        ("9203", .cardReadFailed, "transient execution"),
+        ("9400", .commandRejected, "does not know this terminal command"),
+        ("9402", .commandRejected, "could not parse"), ("9403", .commandRejected, "crypto input"),
+        ("9404", .commandRejected, "GET MORE DATA does not apply"), ("9405", .commandRejected, "no more data"),
+        ("9406", .commandRejected, "too many requests"), ("9407", .commandRejected, "no merchant set"),
+        ("9408", .commandRejected, "pushback URI"), ("94ff", .commandRejected, "rejects the terminal's command"),
+        ("9500", .sessionRefused, "could not authenticate the terminal"), ("9502", .sessionRefused, "version"),
+        ("95ff", .sessionRefused, "refuses permanently"), ("6a80", .cardReadFailed, "not a Smart Tap status word"),
     ])
     func failingStatusWordsAreClearErrors(_ word: String, _ code: LoyaltyError.Code, _ says: String) async throws {
         let sw = bytes(word)
@@ -125,8 +134,20 @@ import Testing
         let error = await loyaltyError { _ = try await Self.read(card, merchants: ["20180608"]) }
         #expect(error?.code == code)
         #expect(error?.step == "GET DATA 20180608")
+        #expect(error?.reason.lowercased().contains(word) == true)
         #expect(error?.reason.contains(says) == true)
         #expect(error?.reader == "test/phone")
+    }
+
+    /// SW1 decides the family; SW2 values nobody lists fall into their family.
+    @Test(arguments: [
+        (0x9000, SmartTapStatus.success), (0x9002, .success), (0x9101, .success), (0x9100, .moreData),
+        (0x9001, .noPass), (0x9102, .noPass), (0x9200, .transient), (0x92AB, .transient), (0x9300, .userAction),
+        (0x9302, .userAction), (0x9400, .commandRejected), (0x9406, .commandRejected), (0x94AB, .commandRejected),
+        (0x9500, .refused), (0x9502, .refused), (0x95AB, .refused), (0x6A80, .undefined), (0x9600, .undefined),
+    ])
+    func statusWordFamilies(_ word: Int, _ status: SmartTapStatus) {
+        #expect(SmartTapStatus(StatusWord(rawValue: UInt16(word))) == status)
     }
 
     @Test func aPhoneWithoutThisCollectorsPassRefusesTheSession() async throws {
@@ -135,7 +156,7 @@ import Testing
         }
         #expect(error?.code == .sessionRefused)
         #expect(error?.step == "NEGOTIATE SECURE CHANNEL 20180608")
-        #expect(error?.reason.contains("9401") == true)
+        #expect(error?.reason.contains("9500") == true)
         #expect(error?.reason.contains("collector 20180608, key version 1") == true)
     }
 
@@ -156,7 +177,7 @@ import Testing
         let card = try Self.android(collectorKey: try TestKeys.merchantKey.publicKey)
         let error = await loyaltyError { _ = try await Self.read(card, merchants: ["20180608"]) }
         #expect(error?.code == .sessionRefused)
-        #expect(error?.reason.contains("9402") == true)
+        #expect(error?.reason.contains("9500") == true)
         #expect(error?.reason.contains("signature") == true)
     }
 

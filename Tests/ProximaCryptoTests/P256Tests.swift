@@ -59,6 +59,24 @@ private enum Curve {
         #expect(try P256.PublicKey(compressedRepresentation: bytes("02" + Curve.gx)) != g)
     }
 
+    /// ProximaCrypto decompresses points itself (a square root on a cached Montgomery context): both parities of y,
+    /// on many keys, give back the uncompressed point OpenSSL computed, and ECDH on either form agrees.
+    @Test func decompressionGivesBackTheKeysPoint() throws {
+        var odd = 0
+        for _ in 0..<64 {
+            let key = try P256.PrivateKey()
+            let compressed = key.publicKey.compressedRepresentation
+            if compressed[0] == 0x03 { odd += 1 }
+            #expect(try P256.PublicKey(compressedRepresentation: compressed) == key.publicKey)
+            let peer = try P256.PrivateKey()
+            #expect(
+                try peer.sharedSecret(withPoint: compressed)
+                    == peer.sharedSecret(withPoint: key.publicKey.x963Representation)
+            )
+        }
+        #expect(odd > 0 && odd < 64)
+    }
+
     @Test func privateKeyPEMRoundTrips() throws {
         let key = try P256.PrivateKey()
         let pem = try key.pemRepresentation()

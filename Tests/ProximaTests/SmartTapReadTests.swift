@@ -89,7 +89,7 @@ import Testing
                     Issue.record("expected cardReadFailed, got \(error)")
                     return
                 }
-                #expect(reason.contains("9401"))
+                #expect(reason.contains("9500"))
             }
         }
     }

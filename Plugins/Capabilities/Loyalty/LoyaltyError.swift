@@ -38,6 +38,7 @@ public struct LoyaltyError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Backing: String, Hashable, Sendable {
             case cardReadFailed, cryptogramRejected, staleCryptogram, unknownKey, invalidRequest, sessionRefused
+            case commandRejected
         }
         private let backing: Backing
         private init(_ backing: Backing) { self.backing = backing }
@@ -56,10 +57,15 @@ public struct LoyaltyError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unknownKey = Code(.unknownKey)
         /// The request names a merchant this kernel has no keys for, or no merchant at all.
         public static let invalidRequest = Code(.invalidRequest)
-        /// A phone refused the Google Smart Tap session for good (`94xx`): it does not know the collector ID or key
-        /// version, or the collector's signature did not verify (check `capabilities.loyalty.smartTap` against the
-        /// Google Pay & Wallet Console), or it has had too many requests (`9406`).
+        /// A phone refused the Google Smart Tap session for good (`95xx`): `9500`, it could not authenticate the
+        /// terminal (it does not know the collector ID or key version, or the collector's signature did not verify:
+        /// check `capabilities.loyalty.smartTap` against the Google Pay & Wallet Console), or `9502`, it does not
+        /// support this Smart Tap version.
         public static let sessionRefused = Code(.sessionRefused)
+        /// A phone rejected one of this terminal's Smart Tap commands (`94xx`: it could not parse it, its crypto
+        /// input or merchant is wrong, or there were too many requests): a fault of the reader's side, which
+        /// tapping again does not cure.
+        public static let commandRejected = Code(.commandRejected)
     }
 }
 

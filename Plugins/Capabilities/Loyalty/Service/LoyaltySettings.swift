@@ -49,14 +49,11 @@ package struct LoyaltySettings: Sendable {
     package struct VASKey: Sendable, CustomStringConvertible {
         package var keyID: [UInt8]
         package var privateKey: P256.PrivateKey
-        /// The key's OpenSSL objects, built once here rather than on every tap.
-        package let prepared: P256.PreparedPrivateKey
         /// Where it was loaded from, for messages.
         package var path: String
 
         package init(privateKey: P256.PrivateKey, path: String) throws {
             self.privateKey = privateKey
-            self.prepared = try P256.PreparedPrivateKey(privateKey)
             self.path = path
             self.keyID = try Self.keyID(of: privateKey.publicKey)
         }
@@ -73,13 +70,14 @@ package struct LoyaltySettings: Sendable {
     package struct SmartTap: Sendable, CustomStringConvertible {
         package var collectorID: UInt32
         package var keyVersion: UInt32
-        /// The key that signs each session, its OpenSSL objects built once here rather than on every tap.
-        package let signingKey: P256.PreparedPrivateKey
+        /// The key that signs each session (its OpenSSL objects are kept by ProximaCrypto's P-256 key cache after
+        /// its first signature).
+        package let signingKey: P256.PrivateKey
 
         package init(collectorID: UInt32, keyVersion: UInt32, privateKey: P256.PrivateKey) throws {
             self.collectorID = collectorID
             self.keyVersion = keyVersion
-            self.signingKey = try P256.PreparedPrivateKey(privateKey)
+            self.signingKey = privateKey
         }
 
         /// The collector ID in decimal: the merchant id of its entries.

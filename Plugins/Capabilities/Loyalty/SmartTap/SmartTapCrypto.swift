@@ -48,8 +48,8 @@ package enum SmartTapCrypto {
         guard deviceEphemeral.count == 33, deviceEphemeral[0] == 0x02 || deviceEphemeral[0] == 0x03 else {
             throw CryptoError(.invalidKey, "the device key has \(deviceEphemeral.count) bytes; expected 33, compressed")
         }
-        // On the process's cached group: no EVP keys built for a key used once.
-        let z = try P256.sharedSecret(privateKey: readerEphemeral, point: deviceEphemeral)
+        // On the process's P-256 group: no EVP keys built for keys used once.
+        let z = try readerEphemeral.sharedSecret(withPoint: deviceEphemeral)
         let info =
             signedData(
                 readerNonce: readerNonce,

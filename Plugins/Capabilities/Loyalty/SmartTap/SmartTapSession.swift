@@ -34,7 +34,8 @@ extension VASSession {
     ///
     /// - Returns: The collector's entry: ``VASEntryStatus/success`` with the redemption value, or the status a
     ///   phone's status word stands for (`9001` no pass → `vasDataNotFound`, `93xx` → `userInterventionRequired`).
-    /// - Throws: ``LoyaltyError`` as the steps do; a phone that refuses the session (`94xx`) is `sessionRefused`.
+    /// - Throws: ``LoyaltyError`` as the steps do; a phone that refuses the session (`95xx`) is `sessionRefused`,
+    ///   one that rejects a command (`94xx`) `commandRejected`.
     func readSmartTap(_ smartTap: LoyaltySettings.SmartTap, directory: SmartTapDirectory, mode: VASMode) async throws
         -> VASEntry
     {

@@ -62,11 +62,11 @@ package enum VASCryptogram {
                 "key id \(keyID.hexString) is none of the merchant's keys (\(known)); was the pass made for another key?"
             )
         }
-        // `02 ‖ x`: the sign of y does not change the x coordinate of d·Q. The key's OpenSSL objects were built
-        // when the settings were loaded, so the tap only decodes the point and multiplies.
+        // `02 ‖ x`: the sign of y does not change the x coordinate of d·Q. ECDH is a multiplication on the process's
+        // P-256 group: the tap only decodes the point and multiplies.
         let z: [UInt8]
         do {
-            z = try key.prepared.sharedSecret(withPoint: [0x02] + x)
+            z = try key.privateKey.sharedSecret(withPoint: [0x02] + x)
         } catch {
             throw LoyaltyError(.cardReadFailed, step: step, "the device's ephemeral x is not on P-256")
         }

@@ -51,8 +51,8 @@ extension VASSession {
 
     /// GET DATA, then GET MORE DATA while the phone answers `9100`, with the answers joined.
     /// - Returns: The record bundle, or the entry status of `9001`/`9102` (no pass) or `93xx` (customer action).
-    /// - Throws: ``LoyaltyError`` — `sessionRefused` (`94xx`), `cardReadFailed` (`92xx`, undefined status words,
-    ///   too many rounds or bytes, a malformed `srs`).
+    /// - Throws: ``LoyaltyError`` — `sessionRefused` (`95xx`), `commandRejected` (`94xx`), `cardReadFailed` (`92xx`,
+    ///   undefined status words, too many rounds or bytes, a malformed `srs`).
     func getSmartTapData(_ smartTap: LoyaltySettings.SmartTap, channel: SmartTapChannel, mode: VASMode) async throws
         -> SmartTapOutcome<[UInt8]>
     {
@@ -87,6 +87,12 @@ extension VASSession {
         case .refused:
             throw LoyaltyError(
                 .sessionRefused,
+                step: step,
+                "status word \(response.status): \(SmartTapStatus.meaning(response.status))"
+            )
+        case .commandRejected:
+            throw LoyaltyError(
+                .commandRejected,
                 step: step,
                 "status word \(response.status): \(SmartTapStatus.meaning(response.status))"
             )

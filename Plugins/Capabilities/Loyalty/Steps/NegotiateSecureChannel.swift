@@ -62,8 +62,9 @@ extension VASSession {
     /// collector's long-term key, sends it with the key version, and derives the session keys from the phone's
     /// ephemeral key.
     /// - Returns: The channel, or the entry status when the phone answers a `93xx` (customer action).
-    /// - Throws: ``LoyaltyError`` — `sessionRefused` (`94xx`: collector, key version or signature not accepted),
-    ///   `cardReadFailed` (`92xx`, an undefined status word, a malformed answer or a key not on P-256).
+    /// - Throws: ``LoyaltyError`` — `sessionRefused` (`95xx`: collector, key version or signature not accepted),
+    ///   `commandRejected` (`94xx`), `cardReadFailed` (`92xx`, an undefined status word, a malformed answer or a key
+    ///   not on P-256).
     func negotiate(_ smartTap: LoyaltySettings.SmartTap, deviceNonce: [UInt8]) async throws
         -> SmartTapOutcome<SmartTapChannel>
     {
@@ -97,6 +98,12 @@ extension VASSession {
                 step: step,
                 "status word \(response.status): \(SmartTapStatus.meaning(response.status)) (collector "
                     + "\(smartTap.collectorName), key version \(smartTap.keyVersion))"
+            )
+        case .commandRejected:
+            throw LoyaltyError(
+                .commandRejected,
+                step: step,
+                "status word \(response.status): \(SmartTapStatus.meaning(response.status))"
             )
         case .moreData, .transient, .undefined:
             throw LoyaltyError(
