@@ -164,6 +164,12 @@ package func verifyDeviceResponse(
             "document \(docType), MSO \(msoDocType), requested \(request.docType)"
         )
     }
+    if let listed = trust.docTypes(issuedBy: iaca), !listed.contains(docType) {
+        throw MobileDocumentError(
+            .docTypeNotListedForIACA,
+            "the VICAL lists IACA \(iaca.subject) for \(listed.sorted().joined(separator: ", ")), not \(docType)"
+        )
+    }
     guard let validity = mso["validityInfo"], let signed = validity["signed"]?.dateTimeValue,
         let validFrom = validity["validFrom"]?.dateTimeValue, let validUntil = validity["validUntil"]?.dateTimeValue
     else { throw MobileDocumentError(.malformedMSO, "MSO validityInfo lacks signed, validFrom or validUntil as tdate") }

@@ -2,22 +2,46 @@ import ProximaCore
 import ProximaCrypto
 import Synchronization
 
-/// What the reader trusts: the IACA certificates from the manifest and how far the holder's clock may be off.
+/// What the reader trusts: the IACA certificates from the manifest (`trustAnchors`, for any docType), those of a
+/// verified VICAL (each only for the docTypes its entry lists), and how far the holder's clock may be off.
 package struct MdocTrust: Sendable {
     package var anchors: [X509Certificate] { store.anchors }
-    /// The anchors in one OpenSSL store, built once (OpenSSL then keeps their decoded keys).
+    /// Every anchor in one OpenSSL store, built once (OpenSSL then keeps their decoded keys).
     package let store: X509TrustStore
     /// Tolerance on validFrom and validUntil, in seconds (the manifest's `clockSkewSeconds`).
     package var clockSkewSeconds: Int64
+    /// The VICAL the anchors came from, if one was configured.
+    package let vical: VICAL?
+    /// IACAs known only from the VICAL, by DER → the docTypes their entries list. An IACA that is also in
+    /// `trustAnchors` is not here: the manifest's own anchors are not restricted.
+    let listedDocTypes: [[UInt8]: Set<String>]
     /// Document signer certificates already parsed, by DER: a lane sees the same few issuers' signers again and
     /// again, and parsing one costs more than checking its chain (OpenSSL 3.0 decodes the key while parsing).
     /// Only the parse is cached; the chain and profile are checked on every read.
     let certificates = CertificateCache()
 
+    /// - Parameters:
+    ///   - anchors: The manifest's IACAs, trusted for any docType.
+    ///   - vical: A verified VICAL whose IACAs are trusted for their entries' docTypes.
     /// - Throws: ``ProximaCrypto/CryptoError`` when OpenSSL cannot build the store (allocation).
-    package init(anchors: [X509Certificate], clockSkewSeconds: Int64 = 300) throws {
-        store = try X509TrustStore(anchors: anchors)
+    package init(anchors: [X509Certificate], vical: VICAL? = nil, clockSkewSeconds: Int64 = 300) throws {
+        let unrestricted = Set(anchors.map(\.derRepresentation))
+        var listed: [[UInt8]: Set<String>] = [:]
+        var vicalAnchors: [X509Certificate] = []
+        for entry in vical?.entries ?? [] where !unrestricted.contains(entry.certificate.derRepresentation) {
+            let der = entry.certificate.derRepresentation
+            if listed[der] == nil { vicalAnchors.append(entry.certificate) }
+            listed[der, default: []].formUnion(entry.docTypes)
+        }
+        store = try X509TrustStore(anchors: anchors + vicalAnchors)
+        listedDocTypes = listed
+        self.vical = vical
         self.clockSkewSeconds = clockSkewSeconds
+    }
+
+    /// The docTypes `iaca` may issue: `nil` (any) for a manifest anchor, else its VICAL entries' list.
+    package func docTypes(issuedBy iaca: X509Certificate) -> Set<String>? {
+        listedDocTypes[iaca.derRepresentation]
     }
 }
 
