@@ -227,7 +227,7 @@ public struct COSESign1: Hashable, Sendable {
             throw COSEError(.missingPayload, "COSE_Sign1 payload is detached and none was supplied")
         }
         let toBeSigned = Self.sigStructure(protectedBytes: protectedBytes, externalAAD: externalAAD, payload: content)
-        guard key.isValidSignature(signature, for: toBeSigned, digest: algorithm.digest) else {
+        guard key.isValidSignatureFast(signature, for: toBeSigned, digest: algorithm.digest) else {
             throw COSEError(.badSignature, "\(algorithm) signature does not verify")
         }
     }
@@ -309,7 +309,8 @@ public struct COSEMac0: Hashable, Sendable {
             throw COSEError(.missingPayload, "COSE_Mac0 payload is detached and none was supplied")
         }
         let structure = Self.macStructure(protectedBytes: protectedBytes, externalAAD: externalAAD, payload: content)
-        guard try HMAC.isValidAuthenticationCode(macTag, for: structure, key: key, digest: .sha256) else {
+        let expected = try DigestAlgorithm.sha256.hmacFetched(key: key, message: structure)
+        guard constantTimeEquals(expected, macTag) else {
             throw COSEError(.badTag, "HMAC 256/256 tag does not match")
         }
     }

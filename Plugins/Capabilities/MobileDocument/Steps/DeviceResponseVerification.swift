@@ -112,12 +112,7 @@ package func verifyDeviceResponse(
     }
     let iaca: X509Certificate
     do {
-        iaca = try MdocCertificateProfile.validateDocumentSigner(
-            documentSigner,
-            intermediates: Array(chain.dropFirst()),
-            store: trust.store,
-            at: now
-        )
+        iaca = try trust.validateDocumentSigner(documentSigner, intermediates: Array(chain.dropFirst()), at: now)
     } catch let error as X509Error where error.code == .profileViolation {
         throw MobileDocumentError(.issuerCertificateProfile, error.reason, underlying: error)
     } catch {
@@ -241,7 +236,7 @@ package func verifyDeviceResponse(
             }
             let actual: [UInt8]
             do {
-                actual = try digest.hash(Array(itemBytes))
+                actual = try digest.hashFetched(Array(itemBytes))
             } catch {
                 throw MobileDocumentError(
                     .digestMismatch,

@@ -56,15 +56,17 @@ package struct MdocSession {
         CBOREncoder.append(handover, to: &transcript)
         sessionTranscript = transcript
         sessionTranscriptBytes = CBOREncoder.encode(.embedded(encoded: transcript))
-        let salt = try SHA256.hash(sessionTranscriptBytes)
-        let z = try readerKey.sharedSecret(with: engagement.deviceKey)
-        readerSessionKey = try HKDF.deriveKey(
+        // The fetched-once digest, HKDF and shared-group ECDH (ProximaCrypto/FetchedDigests, ECCurveContexts):
+        // same values as SHA256.hash, HKDF.deriveKey and sharedSecret(with:), without OpenSSL 3.0's per-call fetches.
+        let salt = try DigestAlgorithm.sha256.hashFetched(sessionTranscriptBytes)
+        let z = try readerKey.sharedSecretFast(with: engagement.deviceKey)
+        readerSessionKey = try DigestAlgorithm.sha256.hkdfFetched(
             inputKeyMaterial: z,
             salt: salt,
             info: Array("SKReader".utf8),
             outputByteCount: 32
         )
-        deviceSessionKey = try HKDF.deriveKey(
+        deviceSessionKey = try DigestAlgorithm.sha256.hkdfFetched(
             inputKeyMaterial: z,
             salt: salt,
             info: Array("SKDevice".utf8),
@@ -75,10 +77,10 @@ package struct MdocSession {
     /// EMacKey for a deviceMac (§9.1.3.5): HKDF-SHA256 over ECDH(reader ephemeral key, device key), same salt.
     /// - Throws: ``CryptoError/Code/invalidKey`` when the device key is on another curve.
     package func deviceMacKey(deviceKey: ECPublicKey) throws -> [UInt8] {
-        let z = try readerKey.sharedSecret(with: deviceKey)
-        return try HKDF.deriveKey(
+        let z = try readerKey.sharedSecretFast(with: deviceKey)
+        return try DigestAlgorithm.sha256.hkdfFetched(
             inputKeyMaterial: z,
-            salt: try SHA256.hash(sessionTranscriptBytes),
+            salt: try DigestAlgorithm.sha256.hashFetched(sessionTranscriptBytes),
             info: Array("EMacKey".utf8),
             outputByteCount: 32
         )

@@ -19,6 +19,8 @@ package struct MdocTrust: Sendable {
     /// again, and parsing one costs more than checking its chain (OpenSSL 3.0 decodes the key while parsing).
     /// Only the parse is cached; the chain and profile are checked on every read.
     let certificates = CertificateCache()
+    /// Document signer paths already validated against `store`, by the x5chain's DER (see ``PathCache``).
+    let paths = PathCache()
 
     /// - Parameters:
     ///   - anchors: The manifest's IACAs, trusted for any docType.
@@ -37,6 +39,39 @@ package struct MdocTrust: Sendable {
         listedDocTypes = listed
         self.vical = vical
         self.clockSkewSeconds = clockSkewSeconds
+    }
+
+    /// The IACA `documentSigner` (through `intermediates`) chains to at `time`, with the Annex B profile
+    /// (``ProximaCrypto/MdocCertificateProfile/validateDocumentSigner(_:intermediates:store:at:)``).
+    ///
+    /// A path that validated once is remembered with the window where every certificate of it is valid: what
+    /// `X509_verify_cert` checks besides time (signatures, CA constraints) and the profile cannot change while the
+    /// anchors are fixed, which they are from load on. A read inside the window skips the signature checks of the
+    /// chain; outside it the full validation runs again (and names OpenSSL's reason).
+    /// - Throws: ``ProximaCrypto/X509Error`` as the validation does.
+    package func validateDocumentSigner(
+        _ documentSigner: X509Certificate,
+        intermediates: [X509Certificate],
+        at time: Int64
+    ) throws -> X509Certificate {
+        let key = ([documentSigner] + intermediates).map(\.derRepresentation)
+        if let known = paths.path(for: key), known.notBefore <= time, time <= known.notAfter { return known.iaca }
+        let iaca = try MdocCertificateProfile.validateDocumentSigner(
+            documentSigner,
+            intermediates: intermediates,
+            store: store,
+            at: time
+        )
+        let path = [documentSigner] + intermediates + [iaca]
+        paths.remember(
+            ValidatedPath(
+                iaca: iaca,
+                notBefore: path.map(\.notBefore).max() ?? time,
+                notAfter: path.map(\.notAfter).min() ?? time
+            ),
+            for: key
+        )
+        return iaca
     }
 
     /// The docTypes `iaca` may issue: `nil` (any) for a manifest anchor, else its VICAL entries' list.
@@ -60,5 +95,27 @@ final class CertificateCache: Sendable {
             $0[der] = certificate
         }
         return certificate
+    }
+}
+
+/// A validated document signer path: the IACA it ends at and the window in which all its certificates are valid.
+struct ValidatedPath: Sendable {
+    let iaca: X509Certificate
+    let notBefore: Int64
+    let notAfter: Int64
+}
+
+/// Validated paths by the DER of their certificates (leaf first), at most ``limit`` (then it starts afresh).
+final class PathCache: Sendable {
+    static let limit = 256
+    private let validated = Mutex<[[[UInt8]]: ValidatedPath]>([:])
+
+    func path(for key: [[UInt8]]) -> ValidatedPath? { validated.withLock { $0[key] } }
+
+    func remember(_ path: ValidatedPath, for key: [[UInt8]]) {
+        validated.withLock {
+            if $0.count >= Self.limit { $0.removeAll() }
+            $0[key] = path
+        }
     }
 }
