@@ -74,6 +74,13 @@ package struct MdocTrust: Sendable {
         return iaca
     }
 
+    /// Forgets the parsed document signers and validated paths, so the next read does all the work again (the
+    /// benchmark's cold read; the anchors' store stays as loaded).
+    package func forgetDocumentSigners() {
+        certificates.removeAll()
+        paths.removeAll()
+    }
+
     /// The docTypes `iaca` may issue: `nil` (any) for a manifest anchor, else its VICAL entries' list.
     package func docTypes(issuedBy iaca: X509Certificate) -> Set<String>? {
         listedDocTypes[iaca.derRepresentation]
@@ -84,6 +91,8 @@ package struct MdocTrust: Sendable {
 final class CertificateCache: Sendable {
     static let limit = 256
     private let parsed = Mutex<[[UInt8]: X509Certificate]>([:])
+
+    func removeAll() { parsed.withLock { $0.removeAll() } }
 
     /// The certificate of `der`, parsed once.
     /// - Throws: ``ProximaCrypto/X509Error`` when it does not parse.
@@ -111,6 +120,8 @@ final class PathCache: Sendable {
     private let validated = Mutex<[[[UInt8]]: ValidatedPath]>([:])
 
     func path(for key: [[UInt8]]) -> ValidatedPath? { validated.withLock { $0[key] } }
+
+    func removeAll() { validated.withLock { $0.removeAll() } }
 
     func remember(_ path: ValidatedPath, for key: [[UInt8]]) {
         validated.withLock {
