@@ -6,7 +6,7 @@ SWIFT_FORMAT ?= $(SWIFT) format
 WERROR := -Xswiftc -warnings-as-errors
 FUZZ_SECONDS ?= 20
 FUZZ_TARGETS := FuzzBERTLV FuzzAPDU FuzzManifest FuzzEMV FuzzDriverFrame FuzzPN532 FuzzCCID FuzzCBOR FuzzCOSE \
-	FuzzMdocEngagement FuzzDeviceResponse FuzzVAS FuzzSmartTap FuzzStoreBatch
+	FuzzMdocEngagement FuzzDeviceResponse FuzzVICAL FuzzVAS FuzzSmartTap FuzzStoreBatch
 SWIFT_SOURCES := Package.swift Sources Plugins Tests Benchmarks Fuzz
 
 .PHONY: all deps test-deps build demo test lint format bench fuzz clean

@@ -27,6 +27,7 @@ let package = Package(
         .executable(name: "FuzzCOSE", targets: ["FuzzCOSE"]),
         .executable(name: "FuzzMdocEngagement", targets: ["FuzzMdocEngagement"]),
         .executable(name: "FuzzDeviceResponse", targets: ["FuzzDeviceResponse"]),
+        .executable(name: "FuzzVICAL", targets: ["FuzzVICAL"]),
         .executable(name: "FuzzVAS", targets: ["FuzzVAS"]),
         .executable(name: "FuzzSmartTap", targets: ["FuzzSmartTap"]),
         .executable(name: "FuzzStoreBatch", targets: ["FuzzStoreBatch"]),
@@ -209,6 +210,11 @@ let package = Package(
             name: "FuzzDeviceResponse",
             dependencies: ["ProximaCore", "ProximaCrypto", "MobileDocumentCapability"],
             path: "Fuzz/FuzzDeviceResponse"
+        ),
+        .executableTarget(
+            name: "FuzzVICAL",
+            dependencies: ["ProximaCore", "ProximaCrypto", "MobileDocumentCapability"],
+            path: "Fuzz/FuzzVICAL"
         ),
         .executableTarget(
             name: "FuzzDriverFrame",

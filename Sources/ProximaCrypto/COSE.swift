@@ -309,7 +309,8 @@ public struct COSEMac0: Hashable, Sendable {
             throw COSEError(.missingPayload, "COSE_Mac0 payload is detached and none was supplied")
         }
         let structure = Self.macStructure(protectedBytes: protectedBytes, externalAAD: externalAAD, payload: content)
-        guard try HMAC.isValidAuthenticationCode(macTag, for: structure, key: key, digest: .sha256) else {
+        let expected = try HMAC.authenticationCode(for: structure, key: key)
+        guard constantTimeEquals(expected, macTag) else {
             throw COSEError(.badTag, "HMAC 256/256 tag does not match")
         }
     }

@@ -94,7 +94,7 @@ public struct ECPublicKey: Hashable, Sendable, CustomStringConvertible {
         self.x963Representation =
             curve == .p256
             ? try P256Group.shared().validatedUncompressedPoint(encoded)
-            : try CurveGroup(curve).validatedUncompressedPoint(encoded)
+            : try ECCurveContexts.with(curve) { try $0.validatedUncompressedPoint(encoded) }
     }
 
     /// A key from its affine coordinates, each exactly the curve's coordinate length (COSE_Key `x`, `y`).
@@ -154,6 +154,16 @@ public struct ECPublicKey: Hashable, Sendable, CustomStringConvertible {
             guard let der = rawSignatureToDER(signature, size: 32) else { return false }
             return P256.PublicKey(validatedX963: x963Representation).isValidSignature(der: der, for: message)
         }
+        // Other curves and digests: the process-wide groups of ``ECCurveContexts``.
+        guard let hash = try? digest.hash(message) else { return false }
+        let point = x963Representation
+        return (try? ECCurveContexts.with(curve) { $0.isValidSignature(signature, hash: hash, point: point) }) ?? false
+    }
+
+    /// ``isValidSignature(_:for:digest:)`` through OpenSSL's EVP interface, key imported per call: the reference the
+    /// tests hold the group arithmetic of ``ECCurveContexts`` and ``P256`` to.
+    package func isValidSignatureThroughEVP(_ signature: [UInt8], for message: [UInt8], digest: DigestAlgorithm) -> Bool
+    {
         guard let der = rawSignatureToDER(signature, size: curve.coordinateByteCount),
             let key = try? makeECKey(curve: curve, publicPoint: x963Representation, privateScalar: nil),
             let context = EVP_MD_CTX_new()
@@ -234,7 +244,7 @@ public struct ECPrivateKey: Sendable, CustomStringConvertible, CustomDebugString
         }
         self.curve = curve
         self.rawRepresentation = rawRepresentation
-        let point = try CurveGroup(curve).publicPoint(forScalar: rawRepresentation)
+        let point = try ECCurveContexts.with(curve) { try $0.publicPoint(forScalar: rawRepresentation) }
         publicKey = try ECPublicKey(curve: curve, x963Representation: point)
     }
 
@@ -303,6 +313,17 @@ public struct ECPrivateKey: Sendable, CustomStringConvertible, CustomDebugString
         }
         if curve == .p256 {
             return try P256Group.shared().sharedSecret(scalar: rawRepresentation, point: peer.x963Representation)
+        }
+        let scalar = rawRepresentation
+        let point = peer.x963Representation
+        return try ECCurveContexts.with(curve) { try $0.sharedSecret(scalar: scalar, point: point) }
+    }
+
+    /// ``sharedSecret(with:)`` through OpenSSL's EVP interface, both keys imported: the reference the tests hold the
+    /// group arithmetic to.
+    package func sharedSecretThroughEVP(with peer: ECPublicKey) throws -> [UInt8] {
+        guard peer.curve == curve else {
+            throw CryptoError(.invalidKey, "ECDH between a \(curve) key and a \(peer.curve) key")
         }
         let own = try makeECKey(
             curve: curve,
@@ -446,68 +467,4 @@ private func scalar(of key: OwnedKey, curve: EllipticCurve) throws -> [UInt8] {
         throw CryptoError(.invalidKey, "EC private scalar is longer than \(size) bytes")
     }
     return out
-}
-
-/// One curve's group with a `BN_CTX`, freed together. Not `Sendable`: made for one call.
-private final class CurveGroup {
-    let curve: EllipticCurve
-    let group: OpaquePointer
-    let numbers: OpaquePointer
-
-    init(_ curve: EllipticCurve) throws {
-        guard let group = EC_GROUP_new_by_curve_name(curve.nid) else {
-            throw libraryFailure("loading the \(curve) group")
-        }
-        guard let numbers = BN_CTX_new() else {
-            EC_GROUP_free(group)
-            throw libraryFailure("allocating a BN_CTX")
-        }
-        self.curve = curve
-        self.group = group
-        self.numbers = numbers
-    }
-
-    deinit {
-        BN_CTX_free(numbers)
-        EC_GROUP_free(group)
-    }
-
-    private func uncompressed(_ point: OpaquePointer) throws -> [UInt8] {
-        let size = 1 + 2 * curve.coordinateByteCount
-        var out = [UInt8](repeating: 0, count: size)
-        let written = out.withUnsafeMutableBufferPointer {
-            EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, $0.baseAddress, size, numbers)
-        }
-        guard written == size else { throw libraryFailure("encoding an EC point") }
-        return out
-    }
-
-    func validatedUncompressedPoint(_ encoded: [UInt8]) throws -> [UInt8] {
-        guard let point = EC_POINT_new(group) else { throw libraryFailure("allocating an EC point") }
-        defer { EC_POINT_free(point) }
-        let decoded = encoded.withUnsafeBufferPointer {
-            EC_POINT_oct2point(group, point, $0.baseAddress, $0.count, numbers)
-        }
-        guard decoded == 1, EC_POINT_is_at_infinity(group, point) == 0,
-            EC_POINT_is_on_curve(group, point, numbers) == 1
-        else {
-            _ = drainOpenSSLErrors()
-            throw CryptoError(.invalidKey, "\(curve) public key is not a point on the curve")
-        }
-        return try uncompressed(point)
-    }
-
-    func publicPoint(forScalar scalar: [UInt8]) throws -> [UInt8] {
-        guard let number = scalar.withUnsafeBufferPointer({ BN_bin2bn($0.baseAddress, Int32($0.count), nil) }) else {
-            throw libraryFailure("loading the private scalar")
-        }
-        defer { BN_clear_free(number) }
-        guard let order = EC_GROUP_get0_order(group), BN_is_zero(number) == 0, BN_cmp(number, order) < 0 else {
-            throw CryptoError(.invalidKey, "\(curve) private scalar is zero or not below the group order")
-        }
-        guard let point = EC_POINT_new(group) else { throw libraryFailure("allocating an EC point") }
-        defer { EC_POINT_free(point) }
-        try check(EC_POINT_mul(group, point, number, nil, nil, numbers), "computing the public key")
-        return try uncompressed(point)
-    }
 }

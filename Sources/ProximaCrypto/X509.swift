@@ -39,6 +39,10 @@ public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
     /// Whether subject equals issuer (and the authority key identifier, if any, names the certificate's own key):
     /// OpenSSL's `EXFLAG_SS`. The signature is not checked here; ``validatePath(intermediates:anchors:at:)`` does.
     public let isSelfIssued: Bool
+    /// The subjectKeyIdentifier extension's key identifier (RFC 5280 §4.2.1.2), or `nil` when absent.
+    public let subjectKeyIdentifier: [UInt8]?
+    /// The serial number's content octets, big-endian, as DER carries them (a leading `00` keeps it positive).
+    public var serialNumberBytes: [UInt8] { [UInt8](hex: serialNumber) ?? [] }
 
     /// keyUsage bits, named as RFC 5280 §4.2.1.3 names them.
     public struct KeyUsage: OptionSet, Hashable, Sendable {
@@ -97,6 +101,11 @@ public struct X509Certificate: Hashable, Sendable, CustomStringConvertible {
         let pathLength = X509_get_pathlen(pointer)
         pathLengthConstraint = pathLength >= 0 ? Int(pathLength) : nil
         isSelfIssued = flags & UInt32(EXFLAG_SS) != 0
+        subjectKeyIdentifier = X509_get0_subject_key_id(pointer).flatMap { identifier in
+            ASN1_STRING_get0_data(identifier).map {
+                Array(UnsafeBufferPointer(start: $0, count: Int(ASN1_STRING_length(identifier))))
+            }
+        }
         _ = drainOpenSSLErrors()
     }
 

@@ -79,7 +79,7 @@ struct MobileDocumentSettingsTests {
         ),
         (
             #"{ "trustAnchors": ["keys/mdl-iaca-test.pem"], "vical": "keys/vical.cbor" }"#,
-            "capabilities.mobileDocument.vical", "VICAL",
+            "capabilities.mobileDocument.vicalTrustAnchors", "VICAL",
         ),
         (
             #"{ "trustAnchors": ["keys/mdl-iaca-test.pem"], "readerAuthentication": { "privateKey": "keys/none.pem", "certificateChain": ["keys/mdl-reader-test.pem"] } }"#,

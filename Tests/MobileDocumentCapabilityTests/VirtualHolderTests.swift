@@ -116,4 +116,18 @@ struct VirtualHolderTests {
         }
         #expect(error.code == .issuerUntrusted)
     }
+
+    /// The trust remembers a validated path only inside the window where all its certificates are valid: the same
+    /// trust that verified a read refuses the same signer after it expired and before it was valid.
+    @Test func aRememberedPathIsStillCheckedForValidity() async throws {
+        let holder = MobileDocumentHolder(credential: credential)
+        _ = try await read(holder)
+        _ = try await read(holder)  // from the remembered path
+        for time in [CivilTime(year: 2030, month: 1, day: 1), CivilTime(year: 2020, month: 1, day: 1)] {
+            let error = try await #require(throws: MobileDocumentError.self) {
+                _ = try await read(holder, now: time.unixSeconds)
+            }
+            #expect(error.code == .issuerUntrusted, "\(time)")
+        }
+    }
 }

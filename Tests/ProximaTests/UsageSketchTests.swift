@@ -224,7 +224,14 @@ import Testing
     }
 
     /// What the ID desk's attendant display showed, in order.
-    static let attendantDisplay = Mutex<[LaneDisplayContent]>([])
+    static let attendantDisplay = Mutex<[AttendantDisplayContent]>([])
+
+    /// The host's attendant screen, attached through the public API.
+    struct RecordingDisplay: AttendantDisplay {
+        func show(_ content: AttendantDisplayContent) {
+            UsageSketchTests.attendantDisplay.withLock { $0.append(content) }
+        }
+    }
 
     /// The sketch's mDL part as written, on `MobileDocumentReader()` (the default kernel's `id-desk` lane, a
     /// simulated reader with the TEST mDL holder). The display request's elements reach the lane's attendant
@@ -235,11 +242,12 @@ import Testing
             MobileDocumentReader.Token(try Self.sandbox().issueToken(merchantID: "sketch-merchant").rawValue)
         }
         let kernel = try #require(MobileDocumentReader().kernel)
-        kernel.laneDisplays.register(
-            { content in Self.attendantDisplay.withLock { $0.append(content) } },
-            for: "id-desk"
-        )
-        defer { kernel.laneDisplays.unregister("id-desk") }
+        try kernel.attachAttendantDisplay(RecordingDisplay(), toLane: "id-desk")
+        defer { kernel.detachAttendantDisplay(fromLane: "id-desk") }
+        #expect(kernel.hasAttendantDisplay(lane: "id-desk"))
+        #expect(throws: MobileDocumentReaderError.self) {
+            try kernel.attachAttendantDisplay(RecordingDisplay(), toLane: "no-such-lane")
+        }
 
         // The sketch, as written for iOS.
         let docReader = MobileDocumentReader()
@@ -310,5 +318,15 @@ import Testing
                 _ = try await MobileDocumentReaderSession(reader: docReader, readerToken: .init("x.y.z"))
             } == "invalidToken"
         )
+
+        // The app's side of a display request is the outcome and nothing else; the elements went to the display.
+        let outcome = try await session.readDocument(displayRequest)
+        #expect(outcome.validationOutcome == .valid)
+        #expect(Mirror(reflecting: outcome).children.map(\.label) == ["validationOutcome"])
+        #expect(Self.attendantDisplay.withLock { $0.count } == 2)
+        #expect(Self.attendantDisplay.withLock { $0.last?.description.contains("Erika") } == false)
+        kernel.detachAttendantDisplay(fromLane: "id-desk")
+        #expect(await handled { try await session.readDocument(displayRequest) } == "serviceUnavailable")
+        #expect(Self.attendantDisplay.withLock { $0.count } == 2)
     }
 }

@@ -86,6 +86,8 @@ public struct MobileDocumentError: Error, Hashable, Sendable, ClassifiedError {
         public static let digestMissing = Code("digestMissing")
         /// The document's docType, the MSO's docType and the requested docType differ.
         public static let docTypeMismatch = Code("docTypeMismatch")
+        /// The IACA the document signer chains to came from the VICAL, whose entry does not list this docType.
+        public static let docTypeNotListedForIACA = Code("docTypeNotListedForIACA")
         /// validityInfo.validFrom is after now (plus the clock skew).
         public static let msoNotYetValid = Code("msoNotYetValid")
         /// validityInfo.validUntil is before now (minus the clock skew).

@@ -3,6 +3,12 @@ import ProximaCrypto
 package import ProximaKernel
 internal import ProximaSystem
 
+#if canImport(FoundationEssentials)
+internal import FoundationEssentials
+#else
+internal import Foundation
+#endif
+
 /// The ID verification settings of a manifest: `capabilities.mobileDocument`, checked strictly (unknown keys are
 /// errors naming their JSON path). Every key and certificate is loaded once, here, when the manifest loads; a
 /// missing or unusable file names its path and the JSON path that pointed to it.
@@ -17,11 +23,16 @@ internal import ProximaSystem
 /// }
 /// ```
 ///
-/// - `trustAnchors` (required unless `vical` is given): IACA certificates, each entry a PEM file (one or more
+/// - `trustAnchors` (required unless `vical` is given; IACAs for any docType): IACA certificates, each entry a PEM file (one or more
 ///   certificates) or a folder whose `*.pem`, `*.crt` and `*.cer` files are read, resolved against the manifest's
 ///   folder.
-/// - `vical` (optional): an AAMVA-style VICAL (COSE_Sign1-signed list of IACA certificates); not read by this
-///   build yet, so giving it is an error rather than silently ignored.
+/// - `vical` (optional): an ISO/IEC 18013-5 Annex C / AAMVA VICAL file (COSE_Sign1-signed list of IACA
+///   certificates), verified once here (``VICAL/verify(_:signerAnchors:now:clockSkewSeconds:)``): its signature
+///   with the x5chain signer, the signer's chain to `vicalTrustAnchors`, nextUpdate, every entry. Its IACAs then
+///   anchor document signers like `trustAnchors`, each only for the docTypes its entry lists. A refused VICAL is
+///   a manifest error at this key naming the check (``VICALError``), and for an entry its index.
+/// - `vicalTrustAnchors` (required with `vical`, a Proxima key): the CA certificate(s) the VICAL signer must chain
+///   to, as `trustAnchors` (files or folders); a self-signed signer certificate may be listed itself.
 /// - `readerAuthentication` (optional): the reader's private key (PEM, PKCS#8 or SEC1) and its certificate chain
 ///   (PEM files, the reader's own certificate first, whose key must be the private key's). With it every
 ///   DeviceRequest carries readerAuth (ISO/IEC 18013-5 §9.1.4).
@@ -39,6 +50,10 @@ package struct MobileDocumentSettings: Sendable {
     /// The anchor files read, absolute, in order.
     package var trustAnchorFiles: [String]
     package var trust: MdocTrust
+    /// The verified VICAL, when `vical` is given.
+    package var vical: VICAL?
+    /// The `vicalTrustAnchors` files read, absolute, in order.
+    package var vicalSignerAnchorFiles: [String] = []
     package var readerAuthentication: ReaderAuthenticationKey?
     package var clockSkewSeconds: Int64
     /// The `readerToken` block's rules, if the manifest has one.
@@ -53,35 +68,69 @@ package struct MobileDocumentSettings: Sendable {
     ///   - path: Its JSON path, for messages.
     ///   - baseDirectory: The manifest's folder; file paths resolve against it.
     /// - Throws: `ProximaError.invalidManifest` whose `jsonPath` names the problem.
-    package init(json: JSONValue, path: String, baseDirectory: String) throws {
+    package init(
+        json: JSONValue,
+        path: String,
+        baseDirectory: String,
+        now: Int64 = Int64(Date().timeIntervalSince1970)
+    ) throws {
         var object = try StrictObject(json, at: path)
-        let decoder = object
         func resolve(_ file: String) -> String { PathResolution.resolve(file, against: baseDirectory) }
 
-        if object.has("vical") {
-            _ = try object.string("vical")
-            throw object.fail("vical", "VICAL files are not read by this build yet; list the IACAs in trustAnchors")
-        }
         let anchorsPath = object.path(of: "trustAnchors")
-        let entries = try object.array("trustAnchors") { value, elementPath in
-            (try decoder.decodeString(value, at: elementPath), elementPath)
-        }
-        guard !entries.isEmpty else {
-            throw ProximaError(.invalidManifest, "expected at least one IACA file or folder", jsonPath: anchorsPath)
-        }
         var files: [String] = []
         var anchors: [X509Certificate] = []
-        for (entry, entryPath) in entries {
-            for file in try Self.anchorFiles(resolve(entry), at: entryPath) {
-                let certificates = try Self.certificates(in: file, at: entryPath)
-                files.append(file)
-                anchors += certificates
-            }
+        if object.has("trustAnchors") || !object.has("vical") {
+            (files, anchors) = try Self.anchors(in: &object, key: "trustAnchors", resolve: resolve)
         }
         trustAnchorFiles = files
         clockSkewSeconds = try object.optionalInteger("clockSkewSeconds", in: 0...86_400) ?? 300
+        let vicalPath = object.path(of: "vical")
+        if let vicalEntry = try object.optionalString("vical") {
+            guard object.has("vicalTrustAnchors") else {
+                throw ProximaError(
+                    .invalidManifest,
+                    "a VICAL is trusted through its signer: add vicalTrustAnchors, the VICAL provider's CA "
+                        + "certificate(s) its signer must chain to",
+                    jsonPath: object.path(of: "vicalTrustAnchors")
+                )
+            }
+            let (signerFiles, signerAnchors) = try Self.anchors(in: &object, key: "vicalTrustAnchors", resolve: resolve)
+            vicalSignerAnchorFiles = signerFiles
+            let file = resolve(vicalEntry)
+            let bytes: [UInt8]
+            do {
+                bytes = try SystemFile.read(file, limit: VICAL.maximumSize)
+            } catch {
+                throw ProximaError(
+                    .invalidManifest,
+                    "cannot read \(file): \(error.reason)",
+                    jsonPath: vicalPath,
+                    underlying: error
+                )
+            }
+            do {
+                vical = try VICAL.verify(
+                    bytes,
+                    signerAnchors: try X509TrustStore(anchors: signerAnchors),
+                    now: now,
+                    clockSkewSeconds: clockSkewSeconds
+                )
+            } catch let error as VICALError {
+                throw ProximaError(
+                    .invalidManifest,
+                    "\(file) refused: \(error.code): \(error.reason)",
+                    jsonPath: vicalPath,
+                    underlying: error
+                )
+            } catch {
+                throw ProximaError(.invalidManifest, "\(file): \(error)", jsonPath: vicalPath, underlying: error)
+            }
+        } else if object.has("vicalTrustAnchors") {
+            throw object.fail("vicalTrustAnchors", "vicalTrustAnchors without vical: name the VICAL file too")
+        }
         do {
-            trust = try MdocTrust(anchors: anchors, clockSkewSeconds: clockSkewSeconds)
+            trust = try MdocTrust(anchors: anchors, vical: vical, clockSkewSeconds: clockSkewSeconds)
         } catch {
             throw ProximaError(
                 .invalidManifest,
@@ -153,6 +202,35 @@ package struct MobileDocumentSettings: Sendable {
     }
 
     // MARK: Files
+
+    /// The certificate files and certificates of the array `key` (PEM files or folders), at least one entry.
+    static func anchors(
+        in object: inout StrictObject,
+        key: String,
+        resolve: (String) -> String
+    ) throws -> ([String], [X509Certificate]) {
+        let decoder = object
+        let arrayPath = object.path(of: key)
+        let entries = try object.array(key) { value, elementPath in
+            (try decoder.decodeString(value, at: elementPath), elementPath)
+        }
+        guard !entries.isEmpty else {
+            throw ProximaError(
+                .invalidManifest,
+                "expected at least one certificate file or folder",
+                jsonPath: arrayPath
+            )
+        }
+        var files: [String] = []
+        var certificates: [X509Certificate] = []
+        for (entry, entryPath) in entries {
+            for file in try anchorFiles(resolve(entry), at: entryPath) {
+                certificates += try Self.certificates(in: file, at: entryPath)
+                files.append(file)
+            }
+        }
+        return (files, certificates)
+    }
 
     /// `path` itself, or the certificate files of the folder at `path`.
     static func anchorFiles(_ path: String, at jsonPath: String) throws -> [String] {
