@@ -87,7 +87,9 @@ func storeRate(lanes: Int, count: Int) async throws -> (Double, Double) {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for lane in 0..<lanes {
                 group.addTask {
-                    for index in 0..<count { _ = try await store.insert(try row(lane * count + index), settings: settings) }
+                    for index in 0..<count {
+                        _ = try await store.insert(try row(lane * count + index), settings: settings)
+                    }
                 }
             }
             try await group.waitForAll()
@@ -161,7 +163,14 @@ let (apiSixteen, apiSixteenGroup) = try await apiRate(lanes: 16, reads: perLane)
 let rawAfter = try rawFsyncRate("fsync-probe-2")
 let raw = (rawBefore + rawAfter) / 2
 
-print(String(format: "raw write+fsync:                 %8.0f /s before, %.0f /s after (mean %.0f)", rawBefore, rawAfter, raw))
+print(
+    String(
+        format: "raw write+fsync:                 %8.0f /s before, %.0f /s after (mean %.0f)",
+        rawBefore,
+        rawAfter,
+        raw
+    )
+)
 func line(_ label: String, _ rate: Double, _ group: Double) {
     print(String(format: "%@ %8.0f /s  = %.2f × the raw fsync rate, mean group %.1f", label, rate, rate / raw, group))
 }

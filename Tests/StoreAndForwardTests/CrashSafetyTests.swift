@@ -24,7 +24,7 @@ import Glibc
         var batchesChecked = 0
         for round in 0..<kills {
             // Blocking pipe reads and the wait run on a thread of their own, off the cooperative pool.
-            let target = Int.random(in: 0...3)
+            let target = Int.random(in: 0...8)
             let delay = UInt32.random(in: 0...2000)
             let path = directory.path
             let acks = try await onThread {

@@ -54,7 +54,9 @@ import Testing
 
     static func settings(maxStored: String = "100000.00", count: Int = 1000) throws -> StoreAndForwardSettings {
         try StoreAndForwardSettings(
-            json: try JSONValue.parse(#"{ "maxStoredAmount": { "USD": "\#(maxStored)" }, "maxStoredCount": \#(count) }"#),
+            json: try JSONValue.parse(
+                #"{ "maxStoredAmount": { "USD": "\#(maxStored)" }, "maxStoredCount": \#(count) }"#
+            ),
             path: "capabilities.storeAndForward"
         )
     }

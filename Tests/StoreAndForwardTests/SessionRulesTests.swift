@@ -49,7 +49,9 @@ import Testing
             #expect(stored.totals.count == 1)
 
             // After the restart: refused before the tap…
-            let early = await thrownError { try await after.checkBeforeTap(Self.order, session: session, lane: "lane-1") }
+            let early = await thrownError {
+                try await after.checkBeforeTap(Self.order, session: session, lane: "lane-1")
+            }
             #expect(serviceCode(early) == .sessionInvalidated)
             #expect((early as? StoreAndForwardError)?.reason.contains("restarted") == true)
             // …and by the commit's own check, in the transaction: nothing stored, the count unchanged.
@@ -75,7 +77,11 @@ import Testing
             let after = try StoreAndForwardService(payment: payment, bootIdentifier: { "boot-2" })
             // A token issued 30 h ago (still valid) is no recent contact by itself; a deletion token's contact
             // recorded an hour ago in boot 1 is.
-            let old = try Harness.token(manifest, issuedAt: Date().addingTimeInterval(-30 * 3600), lifetime: .seconds(48 * 3600))
+            let old = try Harness.token(
+                manifest,
+                issuedAt: Date().addingTimeInterval(-30 * 3600),
+                lifetime: .seconds(48 * 3600)
+            )
             let merchant = try payment.linkedMerchant(old.rawValue)
             try await before.store.recordProcessorContact(Date().addingTimeInterval(-3600), bootID: "boot-1")
             let session = try await before.startSession(merchant: merchant)

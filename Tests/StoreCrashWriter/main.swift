@@ -1,7 +1,7 @@
 // The child process of the store-and-forward crash tests (`CrashSafetyTests`, `scripts/store-soak.sh`): 8 storers at
 // once store reads in a loop through the store's group commit (`ReadStore.insert`, one session recorded per run)
 // and each prints `ack <id>` on stdout (unbuffered, one write(2) per line) after its insert returned, that is after
-// the commit covering its row; every 2nd read of lane 0 it makes a batch of what is waiting, and resets it at the
+// the commit covering its row; after a read of lane 0 it makes a batch of what is waiting, and resets it after the
 // next one, so batches are made and torn down while it is killed. The parent kills it with SIGKILL at random
 // points and checks the store.
 //
@@ -59,7 +59,7 @@ let storers = 8
 let bootID = "crash-writer-boot"
 
 /// One storer: reads of its lane in a loop, each acknowledged once its `insert` returned (after the group commit
-/// covering it); lane 0 also makes a batch every 2nd read and resets it at the next.
+/// covering it); lane 0 also makes a batch after a read and resets it after the next.
 func storeLoop(_ store: ReadStore, lane: Int, session: String, count: Int) async throws {
     var written = 0
     while written < count {
@@ -96,7 +96,7 @@ func storeLoop(_ store: ReadStore, lane: Int, session: String, count: Int) async
         )
         acknowledge("ack \(record.id)")
         written += 1
-        if lane == 0, written % 2 == 0 {
+        if lane == 0 {
             if try await store.activeBatch() != nil {
                 _ = try await store.resetBatch(now: Date())
                 acknowledge("reset")

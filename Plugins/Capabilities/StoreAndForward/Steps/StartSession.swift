@@ -74,7 +74,10 @@ extension StoreAndForwardService {
     /// - Throws: `sessionInvalidated` when the store has no record of it.
     package func status(of session: OfflineSession) async throws(StoreAndForwardError) -> ReadStore.SessionRecord {
         guard let record = try await store.session(session.id) else {
-            throw StoreAndForwardError(.sessionInvalidated, "offline session \(session.id) is not recorded in the store")
+            throw StoreAndForwardError(
+                .sessionInvalidated,
+                "offline session \(session.id) is not recorded in the store"
+            )
         }
         return record
     }

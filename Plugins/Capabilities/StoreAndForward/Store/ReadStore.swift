@@ -278,7 +278,9 @@ package actor ReadStore {
                 do {
                     try db.execute("SAVEPOINT store_read")
                     try insertRow(db, store.row)
-                    if let bootID = store.bootID { try countSessionRead(db, session: store.row.session, bootID: bootID) }
+                    if let bootID = store.bootID {
+                        try countSessionRead(db, session: store.row.session, bootID: bootID)
+                    }
                     try db.execute("RELEASE store_read")
                 } catch {
                     // A statement's failure undoes that statement only; SQLite may also roll the whole
@@ -341,8 +343,9 @@ package actor ReadStore {
     private func sessionRefusal(_ db: SQLiteConnection, session: String, bootID: String) throws
         -> StoreAndForwardError
     {
-        guard let recorded = try db.query("SELECT boot_id FROM sessions WHERE id = ?", [.text(session)]).first?.first?
-            .text
+        guard
+            let recorded = try db.query("SELECT boot_id FROM sessions WHERE id = ?", [.text(session)]).first?.first?
+                .text
         else {
             return StoreAndForwardError(
                 .sessionInvalidated,
@@ -721,7 +724,8 @@ package actor ReadStore {
     /// - Returns: How many reads remain stored.
     /// - Throws: `batchNotFound` (no active batch), `deletionTokenInvalid` (another batch, a replayed token, a
     ///   digest that is not the batch's); nothing is deleted then.
-    package func resolve(_ token: VerifiedDeletionToken, now: Date, bootID: String) throws(StoreAndForwardError) -> Int {
+    package func resolve(_ token: VerifiedDeletionToken, now: Date, bootID: String) throws(StoreAndForwardError) -> Int
+    {
         try run("resolve a batch in") { db in
             let batch = try self.checkedBatch(db, for: token)
             try db.query("DELETE FROM reads WHERE batch_id = ?", [.text(batch.id)])
