@@ -1,8 +1,8 @@
 // The child process of the store-and-forward crash tests (`CrashSafetyTests`, `scripts/store-soak.sh`): 8 storers at
 // once store reads in a loop through the store's group commit (`ReadStore.insert`, one session recorded per run)
 // and each prints `ack <id>` on stdout (unbuffered, one write(2) per line) after its insert returned, that is after
-// the commit covering its row; after a read of lane 0 it makes a batch of what is waiting, and resets it after the
-// next one, so batches are made and torn down while it is killed. The parent kills it with SIGKILL at random
+// the commit covering its row; at its start and every 2nd read of lane 0 it makes a batch of what is waiting, or
+// resets the active one, so batches are made and torn down while it is killed. The parent kills it with SIGKILL at random
 // points and checks the store.
 //
 // Usage: StoreCrashWriter DIRECTORY [COUNT]    (write until killed, or COUNT reads)
@@ -59,7 +59,7 @@ let storers = 8
 let bootID = "crash-writer-boot"
 
 /// One storer: reads of its lane in a loop, each acknowledged once its `insert` returned (after the group commit
-/// covering it); lane 0 also makes a batch after a read and resets it after the next.
+/// covering it); lane 0 also makes a batch every 2nd read and resets it at the next.
 func storeLoop(_ store: ReadStore, lane: Int, session: String, count: Int) async throws {
     var written = 0
     while written < count {
@@ -96,7 +96,7 @@ func storeLoop(_ store: ReadStore, lane: Int, session: String, count: Int) async
         )
         acknowledge("ack \(record.id)")
         written += 1
-        if lane == 0 {
+        if lane == 0, written % 2 == 0 {
             if try await store.activeBatch() != nil {
                 _ = try await store.resetBatch(now: Date())
                 acknowledge("reset")
@@ -120,6 +120,14 @@ do {
             expiresAt: Date().addingTimeInterval(3600)
         )
     )
+    // A batch made or reset before the storers start, so that kills find batches at every stage.
+    if try await store.activeBatch() != nil {
+        _ = try await store.resetBatch(now: Date())
+        acknowledge("reset")
+    } else if try await store.totals().unbatched > 0 {
+        let batch = try await store.makeBatch(size: 0, readerIdentifier: "crash-writer", now: Date())
+        acknowledge("batch \(batch.id) \(batch.count)")
+    }
     // Storers at once: their reads meet in group commits.
     try await withThrowingTaskGroup(of: Void.self) { group in
         for lane in 0..<storers {
