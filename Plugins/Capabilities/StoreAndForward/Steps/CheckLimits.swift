@@ -63,6 +63,14 @@ extension StoreAndForwardService {
                 limit: path + ".maxTransactionAmount.\(currency.alphabeticCode)"
             )
         }
+        // The totals this process last saw, when they let the read through (the commit checks again, exactly);
+        // otherwise the store's own, so that a refusal is never made on stale figures.
+        if let recent = store.recentTotals(),
+            settings.storageRefusal(adding: minorUnits, currency: currency.alphabeticCode, to: recent, lane: lane)
+                == nil
+        {
+            return (currency, minorUnits)
+        }
         if let refusal = settings.storageRefusal(
             adding: minorUnits,
             currency: currency.alphabeticCode,

@@ -180,6 +180,7 @@ package actor ReadStore {
 
     @discardableResult
     private func run<T>(_ operation: String, _ body: (SQLiteConnection) throws -> T) throws(StoreAndForwardError) -> T {
+        lastTotals.withLock { $0 = nil }
         let db = try database()
         do {
             return try db.transaction { try body(db) }
@@ -222,6 +223,15 @@ package actor ReadStore {
         var bootID: String?
         var continuation: CheckedContinuation<Result<StoreTotals, StoreAndForwardError>, Never>
     }
+
+    /// The totals as this actor last saw them (after a group commit or a read of the totals); `nil` after any
+    /// other write. Read without a hop onto the actor (whose queue may be blocked in a commit's `fsync`) by the
+    /// check before the tap, which is advisory: the commit checks again, exactly.
+    private nonisolated let lastTotals = Mutex<StoreTotals?>(nil)
+
+    /// The totals as last seen by this process, without waiting for the store; `nil` when unknown. Another
+    /// process may have stored or deleted reads since: use it only where the commit checks again.
+    package nonisolated func recentTotals() -> StoreTotals? { lastTotals.withLock { $0 } }
 
     private var waiting: [WaitingStore] = []
     private var commitScheduled = false
@@ -297,7 +307,10 @@ package actor ReadStore {
                 results[index] = .success(totals)
             }
             try db.execute("COMMIT")
+            let seen = totals
+            lastTotals.withLock { $0 = seen }
         } catch {
+            lastTotals.withLock { $0 = nil }
             if db.isInTransaction { try? db.execute("ROLLBACK") }
             let failure = self.failure("commit (\(operation))", error)
             // Every read the transaction held fails with the commit's error; refusals stay refusals.
@@ -379,7 +392,9 @@ package actor ReadStore {
     package func totals() throws(StoreAndForwardError) -> StoreTotals {
         let db = try database()
         do {
-            return try db.readTransaction { try self.totals(db) }
+            let totals = try db.readTransaction { try self.totals(db) }
+            lastTotals.withLock { $0 = totals }
+            return totals
         } catch {
             throw failure("read", error)
         }
