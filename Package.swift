@@ -326,7 +326,7 @@ let package = Package(
             name: "StoreAndForwardBenchmark",
             dependencies: [
                 "StoreAndForwardCapability", "Proxima", "ProximaKernel", "ProximaCrypto", "ProximaSystem",
-                "PaymentCapability", "ProximaProcessorSandbox",
+                "PaymentCapability", "ProximaProcessorSandbox", "ProximaCore",
             ],
             path: "Benchmarks/StoreAndForwardBenchmark",
             swiftSettings: strict

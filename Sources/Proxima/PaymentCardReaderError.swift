@@ -51,13 +51,16 @@ public enum PaymentCardReaderError: Error, Hashable, Sendable, CustomStringConve
     case storeAndForwardNotAllowed(String)
     /// The offline session's `sessionHours` have passed: prepare a new one.
     case storeAndForwardSessionExpired(String)
+    /// The host restarted since the offline session was prepared (Apple: a session is invalid after a restart):
+    /// prepare online, then a new session.
+    case storeAndForwardSessionInvalidated(String)
 
     /// The case without its reason, for comparing and switching.
     public enum Code: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
         case notAllowed, unsupported, networkError, emptyReaderToken, invalidReaderToken, tokenExpired, readerBusy
         case accountNotLinked, accountAlreadyLinked, accountLinkingFailed, accountLinkingCheckFailed, notReady
         case backgrounded, invalidVASMerchants
-        case storeAndForwardNotAllowed, storeAndForwardSessionExpired
+        case storeAndForwardNotAllowed, storeAndForwardSessionExpired, storeAndForwardSessionInvalidated
 
         public var description: String { rawValue }
     }
@@ -80,6 +83,7 @@ public enum PaymentCardReaderError: Error, Hashable, Sendable, CustomStringConve
         case .invalidVASMerchants: .invalidVASMerchants
         case .storeAndForwardNotAllowed: .storeAndForwardNotAllowed
         case .storeAndForwardSessionExpired: .storeAndForwardSessionExpired
+        case .storeAndForwardSessionInvalidated: .storeAndForwardSessionInvalidated
         }
     }
 
@@ -91,7 +95,7 @@ public enum PaymentCardReaderError: Error, Hashable, Sendable, CustomStringConve
             .readerBusy(let reason), .accountNotLinked(let reason), .accountAlreadyLinked(let reason),
             .accountLinkingFailed(let reason), .accountLinkingCheckFailed(let reason), .notReady(let reason),
             .backgrounded(let reason), .invalidVASMerchants(let reason), .storeAndForwardNotAllowed(let reason),
-            .storeAndForwardSessionExpired(let reason):
+            .storeAndForwardSessionExpired(let reason), .storeAndForwardSessionInvalidated(let reason):
             reason
         }
     }

@@ -8,6 +8,7 @@ internal import StoreAndForwardCapability
 /// |---|---|---|
 /// | `notAllowed` | `PaymentCardReaderError.storeAndForwardNotAllowed` | `notAllowed` |
 /// | `sessionExpired` | `PaymentCardReaderError.storeAndForwardSessionExpired` | — |
+/// | `sessionInvalidated` | `PaymentCardReaderError.storeAndForwardSessionInvalidated` | `notAllowed` |
 /// | `limitExceeded` | `ReadError.storeAndForwardLimitExceeded` (reason + limit) | — |
 /// | `declineFailed`, `resultNotFound` | `ReadError.storeAndForwardDeclineFailed`, `…ResultNotFound` | — |
 /// | `batch…`, `resultsNotFound`, `deletionToken…`, `busy` | `ReadError.readerServiceError` | the case of that name |
@@ -21,6 +22,7 @@ enum StoreAndForwardErrorMapping {
         switch error.code {
         case .notAllowed: return PaymentCardReaderError.storeAndForwardNotAllowed(reason)
         case .sessionExpired: return PaymentCardReaderError.storeAndForwardSessionExpired(reason)
+        case .sessionInvalidated: return PaymentCardReaderError.storeAndForwardSessionInvalidated(reason)
         case .limitExceeded: return PaymentCardReaderSession.ReadError.storeAndForwardLimitExceeded(reason)
         case .declineFailed: return PaymentCardReaderSession.ReadError.storeAndForwardDeclineFailed(reason)
         case .resultNotFound: return PaymentCardReaderSession.ReadError.storeAndForwardResultNotFound(reason)
@@ -34,7 +36,7 @@ enum StoreAndForwardErrorMapping {
         case let error as StoreAndForwardError:
             let reason = error.reason
             switch error.code {
-            case .notAllowed, .sessionExpired, .limitExceeded: return .notAllowed(reason)
+            case .notAllowed, .sessionExpired, .sessionInvalidated, .limitExceeded: return .notAllowed(reason)
             case .storeFailed, .declineFailed, .resultNotFound: return .storeFailed(reason)
             case .tampered: return .tampered(reason)
             case .batchAlreadyExists: return .storeAndForwardBatchAlreadyExists(reason)

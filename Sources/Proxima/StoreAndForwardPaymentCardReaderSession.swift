@@ -22,7 +22,6 @@ public final class StoreAndForwardPaymentCardReaderSession: Sendable {
     private struct State: Sendable {
         var merchant: VerifiedReaderToken?
         var offline: OfflineSession?
-        var readCount = 0
     }
 
     private let state: Mutex<State>
@@ -69,10 +68,7 @@ public final class StoreAndForwardPaymentCardReaderSession: Sendable {
                 "no reader of lane \(service.payment.lane) is present and healthy after \(timeout)"
             )
         }
-        state.withLock {
-            $0.offline = offline
-            $0.readCount = 0
-        }
+        state.withLock { $0.offline = offline }
     }
 
     /// Reads a card and stores it for later forwarding.
@@ -111,18 +107,28 @@ public final class StoreAndForwardPaymentCardReaderSession: Sendable {
             if let event = PaymentErrorMapping.finalEvent(of: error) { reader.emit(event) }
             throw StoreAndForwardErrorMapping.apiError(error)
         }
-        state.withLock { $0.readCount += 1 }
         reader.emit(.readCompleted)
         return PaymentCardReadResult(stored.read)
     }
 
-    /// The session's expiry and how many reads it stored (Apple's `status()`).
-    /// - Throws: ``PaymentCardReaderSession/ReadError/notReady(_:)`` before ``prepare()``.
+    /// The session's expiry and how many successful reads it performed (Apple's `status()`: "the number of
+    /// successful reads the framework performed using a Store and Forward session"): this session's reads, not
+    /// the store's (that is ``PaymentCardReaderStore/fetchStoredPaymentCardReadResultCount()``). The count is
+    /// the store's, kept in the transaction that commits each read: a declined read is not counted; a read
+    /// forwarded and resolved since still is.
+    /// - Throws: ``PaymentCardReaderSession/ReadError/notReady(_:)`` before ``prepare()``;
+    ///   ``PaymentCardReaderError/storeAndForwardSessionInvalidated(_:)`` when the store has no record of it.
     public func status() async throws -> StoreAndForwardStatus {
-        guard let (offline, count) = state.withLock({ state in state.offline.map { ($0, state.readCount) } }) else {
+        guard let offline = state.withLock({ $0.offline }) else {
             throw PaymentCardReaderSession.ReadError.notReady("the session is not prepared: call prepare() first")
         }
-        return StoreAndForwardStatus(expiration: offline.expiresAt, readCount: count)
+        let service = try reader.storeAndForwardService()
+        do {
+            let record = try await service.status(of: offline)
+            return StoreAndForwardStatus(expiration: record.expiresAt, readCount: record.readCount)
+        } catch {
+            throw StoreAndForwardErrorMapping.apiError(error)
+        }
     }
 
     /// Removes the session's last read from the store: within 60 s of the read and before it is batched (Apple's
@@ -139,7 +145,6 @@ public final class StoreAndForwardPaymentCardReaderSession: Sendable {
         } catch {
             throw StoreAndForwardErrorMapping.apiError(error)
         }
-        state.withLock { $0.readCount = max(0, $0.readCount - 1) }
     }
 }
 
@@ -147,7 +152,7 @@ public final class StoreAndForwardPaymentCardReaderSession: Sendable {
 public struct StoreAndForwardStatus: Hashable, Sendable {
     /// After this the session's reads throw ``PaymentCardReaderError/storeAndForwardSessionExpired(_:)``.
     public let expiration: Date
-    /// Reads this session stored (declined ones not counted).
+    /// Successful reads this session stored (declined ones not counted; resolved ones still counted).
     public let readCount: Int
 }
 

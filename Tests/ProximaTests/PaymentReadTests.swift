@@ -39,6 +39,28 @@ import Testing
             pan: "4761739001010119",
             events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
         ),
+        // The same card with an Application Effective Date (5F25): online, it reads as the card without one
+        // (store and forward records the date's state and refuses the not-yet-effective card offline).
+        Expectation(
+            file: "pay-visa-qvsdc-effective.json",
+            outcome: .success,
+            brand: "Visa",
+            lastFour: "0119",
+            expiry: "12/28",
+            aid: "A0000000031010",
+            pan: "4761739001010119",
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
+        ),
+        Expectation(
+            file: "pay-visa-qvsdc-not-yet-effective.json",
+            outcome: .success,
+            brand: "Visa",
+            lastFour: "0119",
+            expiry: "12/49",
+            aid: "A0000000031010",
+            pan: "4761739001010119",
+            events: ["readyForTap", "cardDetected", "removeCard", "readCompleted"]
+        ),
         Expectation(
             file: "pay-mastercard-mchip.json",
             outcome: .success,

@@ -7,10 +7,10 @@ import Testing
 import Glibc
 #endif
 
-/// A child process storing reads in a loop (`StoreCrashWriter`, through the store's own commit path, making and
-/// resetting batches as it goes) is killed with SIGKILL at random points, 200 times; after each kill the store is
-/// opened afresh, every read the child acknowledged is there exactly once, the active batch (if any) is whole and
-/// verifies, and `PRAGMA integrity_check` says ok. `scripts/store-soak.sh` runs more kills
+/// A child process storing reads from 8 concurrent storers (`StoreCrashWriter`, through the store's group commit,
+/// making and resetting batches as it goes) is killed with SIGKILL at random points, 200 times; after each kill the
+/// store is opened afresh, every read the child acknowledged is there exactly once, the active batch (if any) is
+/// whole and verifies, each session's read count equals its stored reads, and `PRAGMA integrity_check` says ok. `scripts/store-soak.sh` runs more kills
 /// (`PROXIMA_STORE_KILLS`).
 @Suite struct CrashSafetyTests {
     static let writer = PackageFiles.root + "/.build/debug/StoreCrashWriter"
@@ -24,7 +24,7 @@ import Glibc
         var batchesChecked = 0
         for round in 0..<kills {
             // Blocking pipe reads and the wait run on a thread of their own, off the cooperative pool.
-            let target = Int.random(in: 0...3)
+            let target = Int.random(in: 0...8)
             let delay = UInt32.random(in: 0...2000)
             let path = directory.path
             let acks = try await onThread {
@@ -50,6 +50,14 @@ import Glibc
                     "round \(round): the batch's rows are not its container's reads (a torn batch)"
                 )
                 #expect(batch.count == container.entries.count)
+            }
+            // A session's read count moves in the transactions that store its reads: never torn from them.
+            for session in Set(rows.map(\.session)) {
+                let stored = rows.filter { $0.session == session }.count
+                #expect(
+                    try await store.session(session)?.readCount == stored,
+                    "round \(round): session \(session) counts other than its \(stored) stored reads"
+                )
             }
             await store.close()
             if !missing.isEmpty { break }

@@ -63,7 +63,7 @@ import Testing
             #expect(try FileStatus.of(files + "/store-key.pem").mode & 0o777 == 0o600)
             let service = try reader.storeAndForwardService()
             #expect(try await service.store.integrityCheck() == ["ok"])
-            #expect(try await service.store.schemaVersion() == 1)
+            #expect(try await service.store.schemaVersion() == 2)
         }
     }
 

@@ -22,6 +22,38 @@ package struct CardExpiry: Hashable, Sendable, Comparable, CustomStringConvertib
     }
 }
 
+/// An Application Effective Date (tag `5F25`, YYMMDD): the day from which the card may be used. Not secret, but
+/// card data: its `description` withholds it, so it stays out of logs and errors.
+package struct CardEffectiveDate: Hashable, Sendable, Comparable, CustomStringConvertible, CustomReflectable {
+    /// Four-digit year: EMV's two digits plus 2000.
+    package var year: Int
+    package var month: Int
+    package var day: Int
+
+    package init(year: Int, month: Int, day: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    /// The date of a `5F25` value: three BCD bytes YYMMDD with a valid month and day; `nil` for anything else.
+    package init?(bcd value: [UInt8]) {
+        guard value.count == 3, let year = BCD.value(value[0]), let month = BCD.value(value[1]),
+            let day = BCD.value(value[2]), (1...12).contains(month), (1...31).contains(day)
+        else { return nil }
+        self.init(year: 2000 + year, month: month, day: day)
+    }
+
+    package static func < (lhs: Self, rhs: Self) -> Bool {
+        (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day)
+    }
+
+    package var description: String { "effective date withheld" }
+
+    /// Reflection (`dump`, `Mirror`) sees the withheld description only.
+    package var customMirror: Mirror { Mirror(self, children: ["date": description], displayStyle: .struct) }
+}
+
 /// Something the capability reports while a read is in progress; the API layer turns these into its events.
 package enum EMVPaymentEvent: Hashable, Sendable {
     /// Entry Point selected this application and hands it to its kernel.
@@ -165,6 +197,8 @@ package struct EMVOutcome: Hashable, Sendable, CustomStringConvertible, CustomDe
     package var lastFourDigits: String?
     /// The application expiration date (from `5F24`, else track 2).
     package var expiry: CardExpiry?
+    /// The Application Effective Date (`5F25`), when the card gave a well-formed one. Never printed.
+    package var effectiveDate: CardEffectiveDate?
     /// The data for the processor. Empty when no application got as far as a cryptogram.
     package var cardData: EMVCardData
     /// Candidates removed before the final one (or before giving up), in order.

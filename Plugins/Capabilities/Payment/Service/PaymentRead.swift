@@ -55,6 +55,9 @@ package struct MaskedCard: Hashable, Sendable {
     package var lastFourDigits: String
     package var expirationMonth: Int
     package var expirationYear: Int
+    /// The Application Effective Date (`5F25`) when the card gave one: for store and forward's check; printed
+    /// as withheld.
+    package var effectiveDate: CardEffectiveDate? = nil
 }
 
 /// A read that ended without a cryptogram for the processor, or with a decline.

@@ -65,7 +65,8 @@ struct Sealing: Sendable {
                     brand: brand.description,
                     lastFourDigits: lastFour,
                     expirationMonth: expiry.month,
-                    expirationYear: expiry.year
+                    expirationYear: expiry.year,
+                    effectiveDate: outcome.effectiveDate
                 )
             } else {
                 nil

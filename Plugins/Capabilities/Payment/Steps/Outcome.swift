@@ -43,7 +43,7 @@ extension PaymentSession {
             default: break
             }
         }
-        return EMVOutcome(
+        var outcome = EMVOutcome(
             status: status,
             reason: reason,
             application: application,
@@ -57,6 +57,8 @@ extension PaymentSession {
                 offlineAuthenticationRecordCount: options.applicationFileLocator.offlineAuthenticationRecordCount
             )
         )
+        outcome.effectiveDate = card[0x5F25].flatMap { CardEffectiveDate(bcd: $0) }
+        return outcome
     }
 
     /// Tags whose value is the terminal's, never the card's.

@@ -12,11 +12,12 @@ package struct StoredReadRecord: Hashable, Sendable {
         package var name: String { ["notExpired", "expired", "unknown"][Int(rawValue)] }
     }
 
-    /// Whether the card was already in effect (Application Effective Date, `5F25`); `unknown` when the card gave
-    /// none to the terminal.
+    /// Whether the card was already in effect on the day of the read (Application Effective Date, `5F25`);
+    /// `unknown` when the card gave none. `effective` for every stored read that had one: not-yet-effective
+    /// cards are refused offline; the value keeps room for a processor's own policy.
     package enum EffectiveState: UInt8, Hashable, Sendable, CaseIterable {
-        case active = 0, inactive = 1, unknown = 2
-        package var name: String { ["active", "inactive", "unknown"][Int(rawValue)] }
+        case effective = 0, notYetEffective = 1, unknown = 2
+        package var name: String { ["effective", "notYetEffective", "unknown"][Int(rawValue)] }
     }
 
     package enum Kind: UInt8, Hashable, Sendable {

@@ -31,6 +31,10 @@ package struct StoreAndForwardError: Error, Hashable, Sendable, CustomStringConv
         case notAllowed
         /// The offline session's `sessionHours` have passed: prepare a new one.
         case sessionExpired
+        /// The host restarted since the session was prepared (its boot id is not the kernel's), or the session is
+        /// not recorded in the store: prepare online, then a new session (Apple's
+        /// `storeAndForwardSessionInvalidated`).
+        case sessionInvalidated
         /// A limit refused the read (``StoreAndForwardError/limit`` names it).
         case limitExceeded
         /// The store could not be opened, read or written (the disk, the database, the store key).

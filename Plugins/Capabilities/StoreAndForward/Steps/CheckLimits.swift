@@ -20,6 +20,15 @@ extension StoreAndForwardService {
                 limit: path + ".sessionHours"
             )
         }
+        let boot = try currentBoot()
+        guard session.bootID == boot else {
+            throw StoreAndForwardError(
+                .sessionInvalidated,
+                "the host restarted since this offline session was prepared (boot id \(session.bootID), now "
+                    + "\(boot)): a store-and-forward session is invalid after a restart; prepare online, then a new "
+                    + "session [lane \(lane)]"
+            )
+        }
         let (currency, minorUnits) = try payment.validate(order)
         switch order.kind {
         case .verification:
@@ -54,6 +63,14 @@ extension StoreAndForwardService {
                 limit: path + ".maxTransactionAmount.\(currency.alphabeticCode)"
             )
         }
+        // The totals this process last saw, when they let the read through (the commit checks again, exactly);
+        // otherwise the store's own, so that a refusal is never made on stale figures.
+        if let recent = store.recentTotals(),
+            settings.storageRefusal(adding: minorUnits, currency: currency.alphabeticCode, to: recent, lane: lane)
+                == nil
+        {
+            return (currency, minorUnits)
+        }
         if let refusal = settings.storageRefusal(
             adding: minorUnits,
             currency: currency.alphabeticCode,
@@ -65,9 +82,14 @@ extension StoreAndForwardService {
         return (currency, minorUnits)
     }
 
-    /// The checks of the card once read: its brand and expiry.
-    /// - Throws: ``StoreAndForwardError`` `limitExceeded` naming the brand list or the expiry.
-    package func checkCard(_ card: MaskedCard, lane: String) throws(StoreAndForwardError) {
+    /// The checks of the card once read: its brand, expiry and Application Effective Date (`5F25`).
+    /// - Returns: The card's effective state: `effective`, or `unknown` when it gave no effective date.
+    /// - Throws: ``StoreAndForwardError`` `limitExceeded` naming the brand list, the expiry, or the effective date
+    ///   (the reason gives today's date, never the card's: it is card data).
+    @discardableResult
+    package func checkCard(_ card: MaskedCard, lane: String) throws(StoreAndForwardError)
+        -> StoredReadRecord.EffectiveState
+    {
         let path = StoreAndForwardSettings.jsonPath
         if let brands = settings.allowedBrands, !brands.contains(card.brand) {
             throw StoreAndForwardError(
@@ -91,6 +113,24 @@ extension StoreAndForwardService {
                 limit: "card expiry"
             )
         }
+        guard let effective = card.effectiveDate else { return .unknown }
+        let day = calendar.dateComponents([.year, .month, .day], from: now())
+        let todayDate = CardEffectiveDate(year: day.year ?? 0, month: day.month ?? 0, day: day.day ?? 0)
+        guard effective <= todayDate else {
+            throw StoreAndForwardError(
+                .limitExceeded,
+                "the card is not yet effective: its Application Effective Date (5F25) is after today "
+                    + "(\(day.year ?? 0)-\(Self.twoDigits(day.month))-\(Self.twoDigits(day.day)) UTC); "
+                    + "not-yet-effective cards are refused offline [lane \(lane)]",
+                limit: "card effective date"
+            )
+        }
+        return .effective
+    }
+
+    private static func twoDigits(_ value: Int?) -> String {
+        let value = value ?? 0
+        return value < 10 ? "0\(value)" : "\(value)"
     }
 }
 

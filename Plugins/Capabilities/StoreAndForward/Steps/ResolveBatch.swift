@@ -88,7 +88,7 @@ extension StoreAndForwardService {
     ///   digest), `deletionTokenExpired`, `batchNotFound`; nothing is deleted then.
     package func resolve(deletionToken token: String) async throws(StoreAndForwardError) -> Int {
         let verified = try deletionTokenVerifier.verify(token)
-        return try await store.resolve(verified, now: now())
+        return try await store.resolve(verified, now: now(), bootID: try currentBoot())
     }
 
     /// Verifies the processor's deletion token and records it with the active batch, to delete it later through the
@@ -123,7 +123,8 @@ extension StoreAndForwardService {
                 issuedAt: active.createdAt,
                 raw: ""
             ),
-            now: now()
+            now: now(),
+            bootID: try currentBoot()
         )
     }
 }

@@ -23,31 +23,63 @@ extension StoreAndForwardService {
     }
 
     /// Starts an offline session for a merchant verified earlier (the token the reader last prepared with).
+    ///
+    /// A processor contact counts only when it was recorded during the current boot (Apple: the session needs
+    /// an online session since the device last started): the merchant's token, verified in this process, and the
+    /// store's contacts recorded under the same boot id. The session is recorded with the boot id; its reads
+    /// are refused after a restart.
     package func startSession(merchant: VerifiedReaderToken) async throws(StoreAndForwardError) -> OfflineSession {
         try checkEnabled()
         let current = now()
-        let recorded = try await store.totals().lastProcessorContact
+        let boot = try currentBoot()
+        let recorded = try await store.processorContact(bootID: boot)
         let contact = [merchant.validFrom, recorded].compactMap { $0 }.max()
         let window = TimeInterval(settings.onlineWithin.components.seconds)
         guard let contact, current.timeIntervalSince(contact) <= window else {
             let hours = Int(window / 3600)
             let since = contact.map { "was last reached \(Int(current.timeIntervalSince($0) / 3600)) h ago" }
+            let restarted =
+                try await store.totals().lastProcessorContact != nil && recorded == nil
+                ? " (contacts recorded before the host last restarted do not count)" : ""
             throw StoreAndForwardError(
                 .notAllowed,
-                "the processor \(since ?? "was never reached by this store") and onlineWithinHours is \(hours): "
-                    + "prepare an online session (a fresh reader token) first",
+                "the processor \(since ?? "was never reached by this store")\(restarted) and onlineWithinHours is "
+                    + "\(hours): prepare an online session (a fresh reader token) first",
                 limit: StoreAndForwardSettings.jsonPath + ".onlineWithinHours"
             )
         }
         if let validFrom = merchant.validFrom, validFrom <= current {
-            try await store.recordProcessorContact(validFrom)
+            try await store.recordProcessorContact(validFrom, bootID: boot)
         }
-        return OfflineSession(
+        let session = OfflineSession(
             id: UUID().uuidString.lowercased(),
             merchant: merchant,
             preparedAt: current,
-            expiresAt: current.addingTimeInterval(TimeInterval(settings.session.components.seconds))
+            expiresAt: current.addingTimeInterval(TimeInterval(settings.session.components.seconds)),
+            bootID: boot
         )
+        try await store.recordSession(
+            ReadStore.SessionRecord(
+                id: session.id,
+                bootID: boot,
+                preparedAt: session.preparedAt,
+                expiresAt: session.expiresAt
+            )
+        )
+        return session
+    }
+
+    /// The session's expiry and read count as the store records them (Apple's `status()`): reads this session
+    /// stored, declined ones not counted; reads forwarded and resolved since still count.
+    /// - Throws: `sessionInvalidated` when the store has no record of it.
+    package func status(of session: OfflineSession) async throws(StoreAndForwardError) -> ReadStore.SessionRecord {
+        guard let record = try await store.session(session.id) else {
+            throw StoreAndForwardError(
+                .sessionInvalidated,
+                "offline session \(session.id) is not recorded in the store"
+            )
+        }
+        return record
     }
 
     private func checkEnabled() throws(StoreAndForwardError) {

@@ -8,7 +8,7 @@ extension StoreAndForwardService {
     /// inside the tap, valid for `storedReadValidityHours`), the card's brand and expiry, then the record signed by
     /// the store key and committed with the count and totals checked again in the same transaction.
     ///
-    /// A read refused after the tap (brand, expiry, a limit another lane reached meanwhile) is not stored, and its
+    /// A read refused after the tap (brand, expiry, effective date, a limit another lane reached meanwhile) is not stored, and its
     /// envelope is dropped: nothing of it reaches the processor.
     ///
     /// - Returns: The stored read, with the store's totals after it.
@@ -42,7 +42,7 @@ extension StoreAndForwardService {
                 "the card gave no card data to store (no envelope or no masked card) [lane \(lane)]"
             )
         }
-        try checkCard(card, lane: lane)
+        let effectiveState = try checkCard(card, lane: lane)
         let record = StoredReadRecord(
             id: sealed.transactionID,
             lane: sealed.lane.rawValue,
@@ -57,16 +57,19 @@ extension StoreAndForwardService {
             expirationMonth: card.expirationMonth,
             expirationYear: card.expirationYear,
             expirationState: .notExpired,
-            effectiveState: .unknown,
+            effectiveState: effectiveState,
             envelopeDigest: try digest(envelope)
         )
-        let totals = try await store(record, envelope: envelope, session: session.id)
+        let totals = try await store(record, envelope: envelope, session: session.id, bootID: try currentBoot())
         return StoredPaymentRead(read: sealed, record: record, totals: totals)
     }
 
-    /// Signs `record` with the store key and commits it with its envelope.
-    /// - Throws: ``StoreAndForwardError`` `limitExceeded` (the commit's own check), `storeFailed`, `busy`.
-    package func store(_ record: StoredReadRecord, envelope: [UInt8], session: String)
+    /// Signs `record` with the store key and commits it with its envelope (one group commit with the reads other
+    /// lanes store meanwhile: ``ReadStore/insert(_:settings:bootID:)``).
+    /// - Parameter bootID: The current boot id: the session must have been recorded under it.
+    /// - Throws: ``StoreAndForwardError`` `limitExceeded` (the commit's own check), `sessionInvalidated`,
+    ///   `storeFailed`, `busy`.
+    package func store(_ record: StoredReadRecord, envelope: [UInt8], session: String, bootID: String? = nil)
         async throws(StoreAndForwardError) -> StoreTotals
     {
         let body = record.body
@@ -85,7 +88,7 @@ extension StoreAndForwardService {
             session: session,
             batchID: nil
         )
-        return try await store.insert(row, settings: settings)
+        return try await store.insert(row, settings: settings, bootID: bootID)
     }
 
     private func digest(_ bytes: [UInt8]) throws(StoreAndForwardError) -> [UInt8] {

@@ -46,6 +46,20 @@ enum Migrations {
             used_at INTEGER NOT NULL
         );
         CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        """,
+        // 2: offline sessions with the boot id they were prepared in and their read count; the processor's last
+        // contact per boot (a contact before a restart does not count after it); an index covering the totals.
         """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            boot_id TEXT NOT NULL,
+            prepared_at_ms INTEGER NOT NULL,
+            expires_at_ms INTEGER NOT NULL,
+            read_count INTEGER NOT NULL DEFAULT 0 CHECK (read_count >= 0)
+        );
+        CREATE TABLE processor_contacts (boot_id TEXT PRIMARY KEY, last_contact INTEGER NOT NULL);
+        -- The count and totals every group commit reads: an index-only scan, not the rows and their envelopes.
+        CREATE INDEX reads_totals ON reads (currency, amount_minor, batch_id);
+        """,
     ]
 }

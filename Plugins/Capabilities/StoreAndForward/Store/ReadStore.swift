@@ -43,6 +43,18 @@ package struct StoreTotals: Hashable, Sendable {
     package var lastProcessorContact: Date?
 }
 
+/// How the store's group commits went: each group is one transaction and one `fsync`.
+package struct GroupCommitStatistics: Hashable, Sendable {
+    /// Transactions committed (or failed) for stored reads.
+    package var groups = 0
+    /// Reads they carried (stored, refused or failed).
+    package var stores = 0
+    package var largestGroup = 0
+
+    /// Reads per transaction.
+    package var meanGroupSize: Double { groups == 0 ? 0 : Double(stores) / Double(groups) }
+}
+
 /// A batch as the store keeps it.
 package struct StoredBatch: Hashable, Sendable {
     package var id: String
@@ -168,6 +180,7 @@ package actor ReadStore {
 
     @discardableResult
     private func run<T>(_ operation: String, _ body: (SQLiteConnection) throws -> T) throws(StoreAndForwardError) -> T {
+        lastTotals.withLock { $0 = nil }
         let db = try database()
         do {
             return try db.transaction { try body(db) }
@@ -178,50 +191,213 @@ package actor ReadStore {
 
     // MARK: Reads
 
-    /// Stores a read, checking the count and currency limits in the same transaction.
-    /// - Returns: The totals after the read.
-    /// - Throws: ``StoreAndForwardError`` `limitExceeded` (naming the limit and figures), `storeFailed`, `busy`.
-    package func insert(_ row: StoredRow, settings: StoreAndForwardSettings) throws(StoreAndForwardError)
-        -> StoreTotals
+    /// Stores a read durably, checking the count and currency limits in the transaction that commits it.
+    ///
+    /// **Group commit**: reads that arrive (from any lane) while a commit is in flight wait, and go together into
+    /// the next single transaction and `fsync`. Inside it each read is checked in arrival order against the totals
+    /// as the reads before it left them (a refusal fails that read only); each is inserted under a savepoint of
+    /// its own. The call returns only after the `COMMIT` covering its row returned, that is after the WAL holding
+    /// it was synced (`synchronous=FULL`): acknowledged ⇒ on disk. A commit that fails fails every read of its
+    /// group with the error, and none of them is stored.
+    ///
+    /// - Parameter bootID: With the session's id in `row`: the session must be recorded (``recordSession(_:)``)
+    ///   under this boot id, and its read count goes up in the same transaction; `nil` for tools and tests
+    ///   that store without a session.
+    /// - Returns: The totals after the read (in its group's arrival order).
+    /// - Throws: ``StoreAndForwardError`` `limitExceeded` (naming the limit and figures), `sessionInvalidated`,
+    ///   `storeFailed`, `busy`.
+    package func insert(_ row: StoredRow, settings: StoreAndForwardSettings, bootID: String? = nil)
+        async throws(StoreAndForwardError) -> StoreTotals
     {
-        try run("store a read in") { db in
-            var totals = try self.totals(db)
-            let record = row.record
-            if let refusal = settings.storageRefusal(
-                adding: record.amountMinorUnits,
-                currency: record.currencyCode,
-                to: totals,
-                lane: record.lane
-            ) {
-                throw refusal
-            }
-            try db.query(
-                """
-                INSERT INTO reads (id, session, lane, device, read_at_ms, kind, currency, amount_minor, amount, brand,
-                    last_four, expiry_month, expiry_year, expiration_state, effective_state, envelope, body, signature,
-                    mac)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    .text(record.id), .text(row.session), .text(record.lane), .text(record.device),
-                    .integer(record.readAtMilliseconds), .text(record.kind.name), .text(record.currencyCode),
-                    .integer(record.amountMinorUnits), .text(record.amount), .text(record.brand),
-                    .text(record.lastFourDigits), .integer(Int64(record.expirationMonth)),
-                    .integer(Int64(record.expirationYear)), .text(record.expirationState.name),
-                    .text(record.effectiveState.name), .blob(row.envelope), .blob(row.body), .blob(row.signature),
-                    .blob(try HMAC.authenticationCode(for: row.signature + row.body, key: self.rowKey)),
-                ]
-            )
-            totals.count += 1
-            totals.unbatched += 1
-            totals.amounts[record.currencyCode, default: 0] += record.amountMinorUnits
-            return totals
+        let result = await withCheckedContinuation { continuation in
+            waiting.append(WaitingStore(row: row, settings: settings, bootID: bootID, continuation: continuation))
+            scheduleCommit()
         }
+        return try result.get()
     }
+
+    /// A read waiting for the next group commit, and its caller.
+    private struct WaitingStore {
+        var row: StoredRow
+        var settings: StoreAndForwardSettings
+        var bootID: String?
+        var continuation: CheckedContinuation<Result<StoreTotals, StoreAndForwardError>, Never>
+    }
+
+    /// The totals as this actor last saw them (after a group commit or a read of the totals); `nil` after any
+    /// other write. Read without a hop onto the actor (whose queue may be blocked in a commit's `fsync`) by the
+    /// check before the tap, which is advisory: the commit checks again, exactly.
+    private nonisolated let lastTotals = Mutex<StoreTotals?>(nil)
+
+    /// The totals as last seen by this process, without waiting for the store; `nil` when unknown. Another
+    /// process may have stored or deleted reads since: use it only where the commit checks again.
+    package nonisolated func recentTotals() -> StoreTotals? { lastTotals.withLock { $0 } }
+
+    private var waiting: [WaitingStore] = []
+    private var commitScheduled = false
+    private var commitsHeld = false
+    private var statistics = GroupCommitStatistics()
+
+    /// Schedules one commit of whatever waits then. The commit runs as a job queued behind the ones already on
+    /// this actor's serial queue, so reads arriving while a commit blocks in `fsync` queue up and join the next
+    /// group.
+    private func scheduleCommit() {
+        guard !commitScheduled, !commitsHeld else { return }
+        commitScheduled = true
+        Task { self.commitWaiting() }
+    }
+
+    private func commitWaiting() {
+        commitScheduled = false
+        guard !commitsHeld, !waiting.isEmpty else { return }
+        let group = waiting
+        waiting = []
+        let results = commit(group)
+        statistics.groups += 1
+        statistics.stores += group.count
+        statistics.largestGroup = max(statistics.largestGroup, group.count)
+        // Only now, the COMMIT (and its fsync) having returned, are the callers answered.
+        for (store, result) in zip(group, results) { store.continuation.resume(returning: result) }
+    }
+
+    /// One transaction for `group`: limits in arrival order against running totals, one savepoint per read.
+    private func commit(_ group: [WaitingStore]) -> [Result<StoreTotals, StoreAndForwardError>] {
+        let operation = "store \(group.count == 1 ? "a read" : "a group of \(group.count) reads") in"
+        let db: SQLiteConnection
+        do {
+            db = try database()
+            try db.execute("BEGIN IMMEDIATE")
+        } catch {
+            let failure = self.failure(operation, error)
+            return group.map { _ in .failure(failure) }
+        }
+        var results: [Result<StoreTotals, StoreAndForwardError>?] = Array(repeating: nil, count: group.count)
+        do {
+            var totals = try self.totals(db)
+            for (index, store) in group.enumerated() {
+                let record = store.row.record
+                if let refusal = store.settings.storageRefusal(
+                    adding: record.amountMinorUnits,
+                    currency: record.currencyCode,
+                    to: totals,
+                    lane: record.lane
+                ) {
+                    results[index] = .failure(refusal)
+                    continue
+                }
+                do {
+                    try db.execute("SAVEPOINT store_read")
+                    try insertRow(db, store.row)
+                    if let bootID = store.bootID {
+                        try countSessionRead(db, session: store.row.session, bootID: bootID)
+                    }
+                    try db.execute("RELEASE store_read")
+                } catch {
+                    // A statement's failure undoes that statement only; SQLite may also roll the whole
+                    // transaction back (a full disk, an I/O error): then the group fails as a whole.
+                    guard db.isInTransaction else { throw error }
+                    try db.execute("ROLLBACK TO store_read")
+                    try db.execute("RELEASE store_read")
+                    results[index] = .failure(self.failure(operation, error))
+                    continue
+                }
+                totals.count += 1
+                totals.unbatched += 1
+                totals.amounts[record.currencyCode, default: 0] += record.amountMinorUnits
+                results[index] = .success(totals)
+            }
+            try db.execute("COMMIT")
+            let seen = totals
+            lastTotals.withLock { $0 = seen }
+        } catch {
+            lastTotals.withLock { $0 = nil }
+            if db.isInTransaction { try? db.execute("ROLLBACK") }
+            let failure = self.failure("commit (\(operation))", error)
+            // Every read the transaction held fails with the commit's error; refusals stay refusals.
+            return results.map { result in
+                if case .failure(let refusal)? = result { return .failure(refusal) }
+                return .failure(failure)
+            }
+        }
+        return results.map { $0 ?? .failure(StoreAndForwardError(.storeFailed, "a read of the group got no result")) }
+    }
+
+    private func insertRow(_ db: SQLiteConnection, _ row: StoredRow) throws {
+        let record = row.record
+        try db.query(
+            """
+            INSERT INTO reads (id, session, lane, device, read_at_ms, kind, currency, amount_minor, amount, brand,
+                last_four, expiry_month, expiry_year, expiration_state, effective_state, envelope, body, signature,
+                mac)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(record.id), .text(row.session), .text(record.lane), .text(record.device),
+                .integer(record.readAtMilliseconds), .text(record.kind.name), .text(record.currencyCode),
+                .integer(record.amountMinorUnits), .text(record.amount), .text(record.brand),
+                .text(record.lastFourDigits), .integer(Int64(record.expirationMonth)),
+                .integer(Int64(record.expirationYear)), .text(record.expirationState.name),
+                .text(record.effectiveState.name), .blob(row.envelope), .blob(row.body), .blob(row.signature),
+                .blob(try HMAC.authenticationCode(for: row.signature + row.body, key: rowKey)),
+            ]
+        )
+    }
+
+    /// Counts a read to its session, which must have been recorded under `bootID`.
+    private func countSessionRead(_ db: SQLiteConnection, session: String, bootID: String) throws {
+        try db.query(
+            "UPDATE sessions SET read_count = read_count + 1 WHERE id = ? AND boot_id = ?",
+            [.text(session), .text(bootID)]
+        )
+        guard db.changes == 0 else { return }
+        throw try sessionRefusal(db, session: session, bootID: bootID)
+    }
+
+    private func sessionRefusal(_ db: SQLiteConnection, session: String, bootID: String) throws
+        -> StoreAndForwardError
+    {
+        guard
+            let recorded = try db.query("SELECT boot_id FROM sessions WHERE id = ?", [.text(session)]).first?.first?
+                .text
+        else {
+            return StoreAndForwardError(
+                .sessionInvalidated,
+                "offline session \(session) is not recorded in the store: prepare a new one"
+            )
+        }
+        return StoreAndForwardError(
+            .sessionInvalidated,
+            "the host restarted since offline session \(session) was prepared (boot id \(recorded), now \(bootID)): "
+                + "a store-and-forward session is invalid after a restart; prepare online, then a new session"
+        )
+    }
+
+    /// How group commits went since this store was opened.
+    package func groupCommitStatistics() -> GroupCommitStatistics { statistics }
+
+    /// Keeps reads waiting instead of committing them, until ``releaseCommitsForTesting()``: lets a test form a
+    /// group of known members.
+    package func holdCommitsForTesting() { commitsHeld = true }
+
+    /// Commits what waits, as one group, and resumes group commits.
+    package func releaseCommitsForTesting() {
+        commitsHeld = false
+        scheduleCommit()
+    }
+
+    /// How many reads wait for a commit.
+    package func waitingStores() -> Int { waiting.count }
 
     /// Counts and totals.
     package func totals() throws(StoreAndForwardError) -> StoreTotals {
-        try run("read") { try self.totals($0) }
+        let db = try database()
+        do {
+            let totals = try db.readTransaction { try self.totals(db) }
+            lastTotals.withLock { $0 = totals }
+            return totals
+        } catch {
+            throw failure("read", error)
+        }
     }
 
     private func totals(_ db: SQLiteConnection) throws -> StoreTotals {
@@ -243,16 +419,88 @@ package actor ReadStore {
         return totals
     }
 
-    /// Records that the processor was reached at `date` (kept when later than the one recorded).
-    package func recordProcessorContact(_ date: Date) throws(StoreAndForwardError) {
-        try run("record the processor contact in") { db in
+    /// Records that the processor was reached at `date` (kept when later than the one recorded), during the boot
+    /// `bootID`.
+    package func recordProcessorContact(_ date: Date, bootID: String) throws(StoreAndForwardError) {
+        try run("record the processor contact in") { db in try self.recordProcessorContact(db, date, bootID: bootID) }
+    }
+
+    private func recordProcessorContact(_ db: SQLiteConnection, _ date: Date, bootID: String) throws {
+        let seconds = Int64(date.timeIntervalSince1970)
+        try db.query(
+            """
+            INSERT INTO meta (key, value) VALUES ('last_processor_contact', ?)
+            ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)
+            """,
+            [.integer(seconds)]
+        )
+        try db.query(
+            """
+            INSERT INTO processor_contacts (boot_id, last_contact) VALUES (?, ?)
+            ON CONFLICT (boot_id) DO UPDATE SET last_contact = MAX(last_contact, excluded.last_contact)
+            """,
+            [.text(bootID), .integer(seconds)]
+        )
+    }
+
+    /// The last processor contact recorded during the boot `bootID` (one recorded before a restart does not
+    /// count: Apple's store-and-forward needs an online session since the device last started).
+    package func processorContact(bootID: String) throws(StoreAndForwardError) -> Date? {
+        try run("read") { db in
+            try db.query("SELECT last_contact FROM processor_contacts WHERE boot_id = ?", [.text(bootID)]).first?
+                .first?.integer.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        }
+    }
+
+    // MARK: Sessions
+
+    /// An offline session as the store records it: its boot id, times and read count.
+    package struct SessionRecord: Hashable, Sendable {
+        package var id: String
+        package var bootID: String
+        package var preparedAt: Date
+        package var expiresAt: Date
+        /// Reads this session stored, declined ones not counted.
+        package var readCount: Int
+
+        package init(id: String, bootID: String, preparedAt: Date, expiresAt: Date, readCount: Int = 0) {
+            self.id = id
+            self.bootID = bootID
+            self.preparedAt = preparedAt
+            self.expiresAt = expiresAt
+            self.readCount = readCount
+        }
+    }
+
+    /// Records a new offline session (its reads are refused unless stored under the same boot id).
+    package func recordSession(_ session: SessionRecord) throws(StoreAndForwardError) {
+        try run("record a session in") { db in
             try db.query(
-                """
-                INSERT INTO meta (key, value) VALUES ('last_processor_contact', ?)
-                ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)
-                """,
-                [.integer(Int64(date.timeIntervalSince1970))]
+                "INSERT INTO sessions (id, boot_id, prepared_at_ms, expires_at_ms, read_count) VALUES (?, ?, ?, ?, 0)",
+                [
+                    .text(session.id), .text(session.bootID),
+                    .integer(Int64(session.preparedAt.timeIntervalSince1970 * 1000)),
+                    .integer(Int64(session.expiresAt.timeIntervalSince1970 * 1000)),
+                ]
             )
+        }
+    }
+
+    /// The session recorded as `id`, or `nil`.
+    package func session(_ id: String) throws(StoreAndForwardError) -> SessionRecord? {
+        try run("read") { db in
+            try db.query(
+                "SELECT boot_id, prepared_at_ms, expires_at_ms, read_count FROM sessions WHERE id = ?",
+                [.text(id)]
+            ).first.map { row in
+                SessionRecord(
+                    id: id,
+                    bootID: row[0].text ?? "",
+                    preparedAt: Date(timeIntervalSince1970: Double(row[1].integer ?? 0) / 1000),
+                    expiresAt: Date(timeIntervalSince1970: Double(row[2].integer ?? 0) / 1000),
+                    readCount: Int(row[3].integer ?? 0)
+                )
+            }
         }
     }
 
@@ -311,10 +559,10 @@ package actor ReadStore {
             let last =
                 try session.map {
                     try db.query(
-                        "SELECT seq, id, read_at_ms, batch_id FROM reads WHERE session = ? ORDER BY seq DESC LIMIT 1",
+                        "SELECT seq, id, read_at_ms, batch_id, session FROM reads WHERE session = ? ORDER BY seq DESC LIMIT 1",
                         [.text($0)]
                     )
-                } ?? db.query("SELECT seq, id, read_at_ms, batch_id FROM reads ORDER BY seq DESC LIMIT 1")
+                } ?? db.query("SELECT seq, id, read_at_ms, batch_id, session FROM reads ORDER BY seq DESC LIMIT 1")
             guard let row = last.first, let seq = row[0].integer, let id = row[1].text, let readAt = row[2].integer
             else {
                 throw StoreAndForwardError(
@@ -338,6 +586,12 @@ package actor ReadStore {
                 )
             }
             try db.query("DELETE FROM reads WHERE seq = ?", [.integer(seq)])
+            if let session = row[4].text {
+                try db.query(
+                    "UPDATE sessions SET read_count = read_count - 1 WHERE id = ? AND read_count > 0",
+                    [.text(session)]
+                )
+            }
             return id
         }
     }
@@ -485,7 +739,8 @@ package actor ReadStore {
     /// - Returns: How many reads remain stored.
     /// - Throws: `batchNotFound` (no active batch), `deletionTokenInvalid` (another batch, a replayed token, a
     ///   digest that is not the batch's); nothing is deleted then.
-    package func resolve(_ token: VerifiedDeletionToken, now: Date) throws(StoreAndForwardError) -> Int {
+    package func resolve(_ token: VerifiedDeletionToken, now: Date, bootID: String) throws(StoreAndForwardError) -> Int
+    {
         try run("resolve a batch in") { db in
             let batch = try self.checkedBatch(db, for: token)
             try db.query("DELETE FROM reads WHERE batch_id = ?", [.text(batch.id)])
@@ -497,13 +752,7 @@ package actor ReadStore {
                 "INSERT INTO used_deletion_tokens (token_id, batch_id, used_at) VALUES (?, ?, ?)",
                 [.text(token.tokenID), .text(batch.id), .integer(Int64(now.timeIntervalSince1970))]
             )
-            try db.query(
-                """
-                INSERT INTO meta (key, value) VALUES ('last_processor_contact', ?)
-                ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)
-                """,
-                [.integer(Int64(token.issuedAt.timeIntervalSince1970))]
-            )
+            try self.recordProcessorContact(db, token.issuedAt, bootID: bootID)
             return Int(try db.query("SELECT COUNT(*) FROM reads").first?.first?.integer ?? 0)
         }
     }

@@ -80,6 +80,22 @@ final class SQLiteConnection {
         }
     }
 
+    /// Runs `body` in a deferred (read) transaction: one snapshot of the database, no write lock.
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Whether a transaction is open (SQLite rolls one back by itself after some errors: a full disk, I/O).
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     /// The rows of `sql` with `bindings`, each row as its column values.
     @discardableResult
     func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
