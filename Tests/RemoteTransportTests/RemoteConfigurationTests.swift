@@ -39,6 +39,39 @@ struct RemoteConfigurationTests {
         #expect(configuration.session.maximumFrameBytes == 4096)
     }
 
+    @Test("IPv6 listen addresses in brackets, a CRL file resolved; endpoints parse [IPv6]:port and print it back")
+    func ipv6AndRevocationList() throws {
+        let configuration = try Self.parse(
+            #""listen": "[::]:7443", \#(Self.base), "crlFile": "keys/crl.pem", \#(Self.agent)"#
+        )
+        #expect(configuration.listenHost == "::")
+        #expect(configuration.listenPort == 7443)
+        #expect(configuration.revocationListFile == "/etc/proxima/keys/crl.pem")
+        #expect(try Self.parse(#""listen": "127.0.0.1:1", \#(Self.base), \#(Self.agent)"#).revocationListFile == nil)
+        let endpoint = try #require(RemoteEndpoint(parsing: "[fd00::1]:7443"))
+        #expect(endpoint.host == "fd00::1")
+        #expect(endpoint.port == 7443)
+        #expect(endpoint.description == "[fd00::1]:7443")
+        #expect(RemoteEndpoint(parsing: "::1:7443") == nil, "an IPv6 address needs brackets")
+        #expect(RemoteEndpoint(parsing: "[]:7443") == nil)
+        #expect(RemoteEndpoint(parsing: "[lane-pc]:7443") == nil)
+        #expect(RemoteEndpoint(parsing: "store.example:7443")?.description == "store.example:7443")
+    }
+
+    @Test("the transmit answer written directly is the JSON encoder's, byte for byte")
+    func transmitResultMatchesEncoder() throws {
+        let response: [UInt8] = [0x01, 0x02, 0xAB, 0x90, 0x00]
+        let direct = AgentMessage.transmitResult(42, response)
+        let encoded = DriverFrame.encode(
+            .object([("type", .string("result")), ("id", .integer(42)), ("apdu", .string(response.hexString))])
+        )
+        #expect(direct == encoded)
+        #expect(
+            try DriverMessage.parse(Array(direct.dropFirst(4)))
+                == .result(id: 42, body: try JSONValue.parse(Array(direct.dropFirst(4))))
+        )
+    }
+
     static let agent = #""agents": [ { "name": "a", "dns": "a.example" } ]"#
 
     /// A configuration, and the JSON path its error must name.
@@ -46,6 +79,8 @@ struct RemoteConfigurationTests {
         // A missing member is reported at the object that lacks it.
         (#"\#(base), \#(agent)"#, "plugins[2].config"),
         (#""listen": "localhost:7443", \#(base), \#(agent)"#, "plugins[2].config.listen"),
+        (#""listen": "::1:7443", \#(base), \#(agent)"#, "plugins[2].config.listen"),
+        (#""listen": "[localhost]:7443", \#(base), \#(agent)"#, "plugins[2].config.listen"),
         (#""listen": "127.0.0.1:70000", \#(base), \#(agent)"#, "plugins[2].config.listen"),
         (#""listen": "127.0.0.1:1", "caFile": "x", "certificateFile": "y", \#(agent)"#, "plugins[2].config"),
         (#""listen": "127.0.0.1:1", \#(base), "agents": []"#, "plugins[2].config.agents"),

@@ -75,7 +75,7 @@ public enum AgentRequest: Hashable, Sendable {
 }
 
 /// The agent's frames to the store kernel: the driver's side of the protocol.
-enum AgentMessage {
+package enum AgentMessage {
     static func hello(name: String) -> JSONValue {
         .object([
             ("type", .string("hello")),
@@ -106,6 +106,19 @@ enum AgentMessage {
 
     static func result(_ id: Int64, _ members: [(key: String, value: JSONValue)] = []) -> JSONValue {
         .object([("type", .string("result")), ("id", .integer(id))] + members)
+    }
+
+    /// The frame answering `transmit` request `id` with `response`: byte for byte what
+    /// `DriverFrame.encode(result(id, [("apdu", .string(response.hexString))]))` gives, written straight into the frame
+    /// (it is sent for every APDU).
+    package static func transmitResult(_ id: Int64, _ response: [UInt8]) -> [UInt8] {
+        var writer = DriverFrame.Writer(capacity: 48 + 2 * response.count)
+        writer.append(#"{"type":"result","id":"#)
+        writer.append(integer: id)
+        writer.append(#","apdu":""#)
+        writer.append(hex: response)
+        writer.append(#""}"#)
+        return writer.finish()
     }
 
     static func error(_ id: Int64, _ code: DriverErrorCode, _ message: String) -> JSONValue {
