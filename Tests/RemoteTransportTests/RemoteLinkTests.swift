@@ -51,8 +51,11 @@ struct RemoteLinkTests {
         #expect(outcomes.map(\.lastFourDigits) == ["0119", "0119"])
         #expect(outcomes.map { $0.selectedApplicationIdentifier?.hexString } == ["A0000000031010", "A0000000031010"])
         #expect(outcomes.map { $0.cardData[0x9F26]?.count } == [8, 8])
-        #expect(agentDiagnostics.sessions == 1)
-        #expect(captured.transport?.diagnostics.sessions == 1)
+        #expect(agentDiagnostics.sessions == 1, "\(agentDiagnostics.failures)")
+        #expect(
+            captured.transport?.diagnostics.sessions == 1,
+            "\(captured.transport?.diagnostics.faults ?? []) \(captured.log)"
+        )
         #expect(captured.transport?.diagnostics.refusals == [])
         #expect(captured.log.contains { $0.contains("agent lane-pc-1 (proxima-agent 0.1) joined from 127.0.0.1:") })
         let inodes = (captured.transport?.diagnostics.inodes ?? []) + agentDiagnostics.inodes
@@ -147,7 +150,10 @@ struct RemoteLinkTests {
             }
         }
         #expect(failures.allSatisfy { $0.contains("certificate refused: hostname mismatch") }, "\(failures)")
-        #expect(captured.transport?.diagnostics.sessions == 1)
+        #expect(
+            captured.transport?.diagnostics.sessions == 1,
+            "\(captured.transport?.diagnostics.faults ?? []) \(captured.log)"
+        )
     }
 
     @Test("an agent started before the store joins once it listens, and again after the store restarts")
@@ -168,7 +174,7 @@ struct RemoteLinkTests {
                     return try await Self.pay(kernel)
                 }
                 #expect(outcome.lastFourDigits == "0119")
-                #expect(agent.diagnostics.sessions == round)
+                #expect(agent.diagnostics.sessions == round, "\(agent.diagnostics.failures) \(captured.log)")
             }
         }
     }

@@ -125,7 +125,9 @@ final class TLSLink: DriverLink, @unchecked Sendable {
     let peer: TLSPeerCertificate
     private let ssl: OpaquePointer
     /// Held across every OpenSSL call on ``ssl`` after the handshake (none blocks: the socket is non-blocking).
-    private let access = Mutex(Access())
+    /// `pendingInput` starts set: with read-ahead the handshake may have read the peer's first records (its `hello`,
+    /// sent right after its Finished) into OpenSSL's buffer, where no poll of the socket would see them.
+    private let access = Mutex(Access(pendingInput: true))
     /// The socket's inode, so a test can check that no descriptor of it outlives the link.
     let socketInode: UInt64?
 
