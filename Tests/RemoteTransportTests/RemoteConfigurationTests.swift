@@ -58,6 +58,41 @@ struct RemoteConfigurationTests {
         #expect(RemoteEndpoint(parsing: "store.example:7443")?.description == "store.example:7443")
     }
 
+    /// Transmit requests, and whether the fast reader takes them (else the general parser does).
+    static let transmitPayloads: [(String, Bool)] = [
+        (#"{"type":"transmit","id":7,"reader":"lane-1","apdu":"00A4040000","timeoutMs":5000}"#, true),
+        (#"{"type":"transmit","id":123456789012345678,"reader":"r 1","apdu":"00a4040000","timeoutMs":1}"#, true),
+        (#"{"type":"transmit","id":1234567890123456789,"reader":"r","apdu":"00A40400","timeoutMs":5}"#, false),
+        (#"{"type":"transmit","id":7,"reader":"lane-1","apdu":"00A4040000","timeoutMs":5000,"x":1}"#, false),
+        (#"{ "type": "transmit", "id": 7, "reader": "lane-1", "apdu": "00A4040000", "timeoutMs": 5000 }"#, false),
+        (#"{"type":"transmit","id":7,"reader":"lane\u002d1","apdu":"00A4040000","timeoutMs":5000}"#, false),
+        (#"{"type":"transmit","id":7,"reader":"lane-1","apdu":"00 A4 04 00","timeoutMs":5000}"#, false),
+        (#"{"type":"transmit","id":07,"reader":"lane-1","apdu":"00A4040000","timeoutMs":5000}"#, false),
+        (#"{"type":"transmit","id":0,"reader":"lane-1","apdu":"00A4040000","timeoutMs":5000}"#, false),
+        (#"{"type":"transmit","id":7,"reader":"lane-1","apdu":"00A404","timeoutMs":5000}"#, false),
+        (#"{"type":"transmit","id":7,"reader":"lane-1","apdu":"00A4040","timeoutMs":5000}"#, false),
+        (#"{"type":"transmit","id":7,"reader":"","apdu":"00A4040000","timeoutMs":5000}"#, false),
+        (#"{"type":"transmit","id":7,"reader":"lane-1","apdu":"00A4040000","timeoutMs":600001}"#, false),
+        (#"{"type":"transmit","id":7.5,"reader":"lane-1","apdu":"00A4040000","timeoutMs":5000}"#, false),
+        (#"{"type":"transmit","id":7,"reader":"lane-1","apdu":"00A4040000","timeoutMs":5000"#, false),
+        (#"{"type":"transmit","id":7,"reader":"lane-1","apdu":"00A4040000","timeoutMs":5000}}"#, false),
+    ]
+
+    @Test("the fast transmit reader takes only the kernel's own form, and reads it as the general parser does")
+    func canonicalTransmitMatchesGeneralParser() throws {
+        for (text, fast) in Self.transmitPayloads {
+            let payload = Array(text.utf8)
+            let direct = AgentRequest.parseCanonicalTransmit(payload)
+            #expect((direct != nil) == fast, "\(text)")
+            let general = try? AgentRequest.parseMessage(payload)
+            if let direct { #expect(direct == general, "\(text)") }
+            #expect((try? AgentRequest.parse(payload)) == general, "\(text)")
+        }
+        for cut in 0..<Self.transmitPayloads[0].0.utf8.count {
+            #expect(AgentRequest.parseCanonicalTransmit(Array(Self.transmitPayloads[0].0.utf8.prefix(cut))) == nil)
+        }
+    }
+
     @Test("the transmit answer written directly is the JSON encoder's, byte for byte")
     func transmitResultMatchesEncoder() throws {
         let response: [UInt8] = [0x01, 0x02, 0xAB, 0x90, 0x00]
