@@ -3,17 +3,18 @@
 // Baseline (same process, same run): the same scripted card in-process behind `InProcessCardChannel`, answering
 // GET CHALLENGE (00 84 00 00 08) with 01..08 9000. Measured: the same N exchanges over an `ExternalCardChannel` to
 // the C sample driver (Examples/Drivers/c, compiled here with cc), whose card answers the same way, and to the Python
-// test driver (Tests/ExternalTransportTests/Drivers/test_driver.py), to show what an interpreted driver adds. The
-// difference per APDU is what the External path costs: JSON encoding, two pipe writes, two thread wake-ups, parsing.
-// Goal: at most 60 µs per APDU over the in-process card.
+// test driver (Tests/ExternalTransportTests/Drivers/test_driver.py), to show what an interpreted driver adds. Each is
+// timed as the kernel runs a tap (the body prefers the channel's executor: the driver connection's thread, which is
+// then resumed inline by each answer) and, for the C driver, from a task on the cooperative pool (one more wake-up
+// per APDU). The difference per APDU is what the External path costs: the frame written, two pipe writes, the driver's
+// and the connection thread's wake-ups, parsing. Goal: at most 60 µs per APDU over the in-process card.
 //
 // Floor (same run): a frame-sized message (80 bytes) to `cat` and back over two pipes, blocking reads on this thread:
-// what two process switches cost on this machine now. The External path needs three switches per APDU (the driver,
-// the transport's I/O thread, the caller's task on the cooperative pool), so on a loaded machine it cannot beat this.
-// A second floor: a task that writes a byte to a pipe and suspends, resumed by a thread blocked reading that pipe —
-// the two in-process switches every External APDU makes (I/O thread wake-up, continuation back onto the pool).
+// what two process switches cost on this machine now; as a tap runs, the External path makes the same two (the
+// driver, the connection's thread). A second floor: a task that writes a byte to a pipe and suspends, resumed by a
+// thread blocked reading that pipe — the extra switch an APDU driven from the pool makes.
 //
-// Run from the package root: swift run -c release ExternalBenchmark [exchanges]
+// Run from the package root: swift build -c release --product ExternalBenchmark && .build/release/ExternalBenchmark [N]
 
 import ExternalTransport
 import Foundation
