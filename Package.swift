@@ -289,7 +289,9 @@ let package = Package(
 
         .executableTarget(
             name: "RemoteBenchmark",
-            dependencies: ["ProximaCore", "RemoteTransport", "ProximaCardEmulator", "ProximaSystem"],
+            dependencies: [
+                "ProximaCore", "RemoteTransport", "ExternalTransport", "ProximaCardEmulator", "ProximaSystem",
+            ],
             path: "Benchmarks/RemoteBenchmark",
             swiftSettings: strict
         ),

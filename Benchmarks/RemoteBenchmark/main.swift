@@ -3,13 +3,23 @@
 //
 // Baseline (same process, same run): the same virtual card in-process behind `InProcessCardChannel`, answering
 // GET CHALLENGE (00 84 00 00 08) with 01..08 9000. Measured: the same N exchanges over the store's channel to that card
-// on the agent. Per APDU the remote path adds: JSON encoding and parsing on both sides, two TLS records each way
-// (encrypt + decrypt), two loopback TCP sends, and four thread wake-ups (the store's link thread, the agent's link
-// thread, the agent's task, the store caller's task). Goal: at most 150 µs per APDU over the in-process card.
+// on the agent, twice: as the kernel runs a tap (its body prefers the channel's task executor, the store link's
+// thread), and from a task on the cooperative pool (one more wake-up per APDU: the answer resumes the caller there).
+// Per APDU the remote path adds: a frame's JSON written and parsed on each side, one TLS record sealed and opened
+// each way, two loopback TCP sends, and (as a tap runs) two thread wake-ups, one per side, each caused by the data
+// itself: the agent answers on its link thread, the store's caller is resumed on its link thread.
+//
+// Floors (same run): a bare TCP echo and a bare TLS 1.3 echo (same certificates and TLS code) of an 80-byte message
+// to a thread, blocking on this thread: two thread wake-ups per round trip, as the remote path at its best. The
+// ratio to the TLS floor is the software's own cost; the difference to the floor is what it adds over the wire's.
+// CPU time per APDU (getrusage, the whole process: both sides) and thread hops per APDU (jobs enqueued onto a link
+// thread from another thread) are printed too, since wall-clock figures on a loaded machine vary.
 //
 // Both ends run in this process (the agent would run on a lane PC): the figure is the software's, not the network's.
-// Run from the package root: swift run -c release RemoteBenchmark [exchanges]
+// Run from the package root: swift build -c release --product RemoteBenchmark && .build/release/RemoteBenchmark [N]
+// (`.build/release/RemoteBenchmark N tap-only`: only the remote exchanges as a tap runs, for strace and perf).
 
+import ExternalTransport
 import Foundation
 import ProximaCardEmulator
 import ProximaCore
@@ -70,7 +80,33 @@ func run(_ channel: any CardChannel, count: Int) async throws -> Duration {
     return ContinuousClock.now - start
 }
 
-func remote(count: Int) async throws -> Duration {
+/// This process's CPU time so far (user + system, every thread).
+func cpuTime() -> Duration {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    let user = Duration.seconds(usage.ru_utime.tv_sec) + .microseconds(usage.ru_utime.tv_usec)
+    return user + .seconds(usage.ru_stime.tv_sec) + .microseconds(usage.ru_stime.tv_usec)
+}
+
+/// Wall-clock and CPU time of `body`.
+func measured(_ body: () async throws -> Duration) async rethrows -> (wall: Duration, cpu: Duration) {
+    let cpu = cpuTime()
+    let wall = try await body()
+    return (wall, cpuTime() - cpu)
+}
+
+struct RemoteFigures {
+    var tap: (wall: Duration, cpu: Duration)
+    var pool: (wall: Duration, cpu: Duration)
+    /// Jobs enqueued per APDU onto the store link's thread from elsewhere, and by itself (as a tap).
+    var storeHops: Double
+    var storeLocal: Double
+    /// The same on the agent's link thread.
+    var agentHops: Double
+    var agentLocal: Double
+}
+
+func remote(count: Int, fromThePoolToo: Bool = true) async throws -> RemoteFigures {
     let store = RemoteTransport(
         id: "store",
         configuration: RemoteConfiguration(
@@ -81,7 +117,7 @@ func remote(count: Int) async throws -> Duration {
         ),
         log: { _ in }
     )
-    return try await withThrowingTaskGroup(of: Duration?.self) { group in
+    return try await withThrowingTaskGroup(of: RemoteFigures?.self) { group in
         group.addTask {
             try await store.run()
             return nil
@@ -106,10 +142,28 @@ func remote(count: Int) async throws -> Duration {
             if case .cardPresent(reader) = event { break }
         }
         let channel = try await store.connect(to: reader, options: ConnectOptions())
-        let duration = try await run(channel, count: count)
+        guard let external = channel as? ExternalCardChannel else { fatalError("not an ExternalCardChannel") }
+        // As the kernel runs a tap: the body prefers the channel's executor.
+        let storeBefore = external.linkStatistics
+        let agentBefore = agent.linkStatistics
+        let tap = try await measured {
+            try await withTaskExecutorPreference(channel.preferredTaskExecutor) { try await run(channel, count: count) }
+        }
+        let storeAfter = external.linkStatistics
+        let agentAfter = agent.linkStatistics
+        let pool = fromThePoolToo ? try await measured { try await run(channel, count: count) } : tap
         await channel.close()
         group.cancelAll()
-        return duration
+        let transmits = Double(count + min(count, 200))
+        func perAPDU(_ after: Int?, _ before: Int?) -> Double { Double((after ?? 0) - (before ?? 0)) / transmits }
+        return RemoteFigures(
+            tap: tap,
+            pool: pool,
+            storeHops: perAPDU(storeAfter.jobsFromElsewhere, storeBefore.jobsFromElsewhere),
+            storeLocal: perAPDU(storeAfter.jobsFromThread, storeBefore.jobsFromThread),
+            agentHops: perAPDU(agentAfter?.jobsFromElsewhere, agentBefore?.jobsFromElsewhere),
+            agentLocal: perAPDU(agentAfter?.jobsFromThread, agentBefore?.jobsFromThread)
+        )
     }
 }
 
@@ -155,15 +209,69 @@ func tcpFloor(count: Int) throws -> Duration {
     return elapsed
 }
 
-let floor = try tcpFloor(count: exchanges)
-let inProcess = try await run(InProcessCardChannel(card: ChallengeCard(), recordsExchanges: false), count: exchanges)
-let viaAgent = try await remote(count: exchanges)
-let base = microseconds(inProcess, per: exchanges)
-let tcp = microseconds(floor, per: exchanges)
-let agent = microseconds(viaAgent, per: exchanges)
+func loadAverage() -> String {
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
+        separator: " "
+    )
+        ?? "?"
+}
+
+/// Every figure of one run, measured off the main actor.
+func measureAll() async throws -> (
+    tcp: (wall: Duration, cpu: Duration), tls: (wall: Duration, cpu: Duration),
+    inProcess: (wall: Duration, cpu: Duration), remote: RemoteFigures
+) {
+    let tcp = try await measured { try tcpFloor(count: exchanges) }
+    let tls = try await measured {
+        try TLSEchoFloor.measure(
+            count: exchanges,
+            certificateAuthority: keys + "/remote-store-ca-test.pem",
+            serverCertificate: keys + "/remote-server-test.pem",
+            serverKey: keys + "/remote-server-test-private.pem",
+            clientCertificate: keys + "/remote-agent-test.pem",
+            clientKey: keys + "/remote-agent-test-private.pem"
+        )
+    }
+    let inProcess = try await measured {
+        try await run(InProcessCardChannel(card: ChallengeCard(), recordsExchanges: false), count: exchanges)
+    }
+    return (tcp, tls, inProcess, try await remote(count: exchanges))
+}
+
+if CommandLine.arguments.dropFirst(2).first == "tap-only" {
+    // For `strace -c -f` and `perf record`: only the remote exchanges as a tap runs (and their setup).
+    let figures = try await remote(count: exchanges, fromThePoolToo: false)
+    print(String(format: "remote agent, as a tap runs: %.2f µs/APDU", microseconds(figures.tap.wall, per: exchanges)))
+    exit(0)
+}
+
+let loadBefore = loadAverage()
+let (tcpFloorTime, tlsFloorTime, inProcess, figures) = try await measureAll()
+
+func us(_ duration: Duration) -> Double { microseconds(duration, per: exchanges) }
+let base = us(inProcess.wall)
+let tcp = us(tcpFloorTime.wall)
+let tls = us(tlsFloorTime.wall)
+let tap = us(figures.tap.wall)
+let pool = us(figures.pool.wall)
 print("exchanges: \(exchanges), GET CHALLENGE, one card, agent and store in this process over 127.0.0.1")
-print(String(format: "in-process card (baseline):    %8.2f µs/APDU", base))
-print(String(format: "TCP echo round trip (floor):   %8.2f µs", tcp))
-print(String(format: "remote agent, TLS 1.3 loopback:%8.2f µs/APDU  (%.0f× baseline)", agent, agent / base))
-print(String(format: "remote overhead per APDU:      %8.2f µs (goal ≤ 150 µs)", agent - base))
-print(String(format: "  as TCP echo round trips:     %8.1f (two per APDU, plus TLS, JSON, wake-ups)", agent / tcp))
+print("load average: \(loadBefore) before, \(loadAverage()) after")
+print("                                  wall µs/APDU   CPU µs/APDU")
+print(String(format: "in-process card (baseline):      %9.2f     %9.2f", base, us(inProcess.cpu)))
+print(String(format: "TCP echo round trip (floor):     %9.2f     %9.2f", tcp, us(tcpFloorTime.cpu)))
+print(String(format: "TLS 1.3 echo round trip (floor): %9.2f     %9.2f", tls, us(tlsFloorTime.cpu)))
+print(String(format: "remote agent, as a tap runs:     %9.2f     %9.2f", tap, us(figures.tap.cpu)))
+print(String(format: "remote agent, from the pool:     %9.2f     %9.2f", pool, us(figures.pool.cpu)))
+print(String(format: "remote overhead per APDU (tap):  %9.2f µs (goal ≤ 150 µs)", tap - base))
+print(String(format: "  over the TLS echo floor:       %9.2f µs (%.2f× the floor)", tap - tls, tap / tls))
+print(String(format: "  over the TCP echo floor:       %9.2f µs (%.2f× the floor)", tap - tcp, tap / tcp))
+print(String(format: "remote overhead (from the pool): %9.2f µs (%.2f× the TLS floor)", pool - base, pool / tls))
+print(
+    String(
+        format: "hops onto a link thread per APDU (tap): store %.2f (%.2f stayed on it), agent %.2f (%.2f stayed)",
+        figures.storeHops,
+        figures.storeLocal,
+        figures.agentHops,
+        figures.agentLocal
+    )
+)

@@ -17,10 +17,11 @@ extension FileDescriptor {
         public var description: String { "cannot connect to \(host):\(port): \(reason)" }
     }
 
-    /// A TCP connection to `host:port` (IPv4), close-on-exec.
+    /// A TCP connection to `host:port`, close-on-exec: a name or IPv4 address over IPv4, an IPv6 address (`::1`, no
+    /// brackets) over IPv6.
     public static func connectTCP(host: String, port: Int) throws(ConnectFailure) -> FileDescriptor {
         var hints = addrinfo()
-        hints.ai_family = AF_INET
+        hints.ai_family = host.contains(":") ? AF_INET6 : AF_INET
         #if os(Linux)
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         #else

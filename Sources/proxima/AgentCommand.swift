@@ -4,7 +4,7 @@ import ProximaCore
 import ProximaKernel
 import RemoteTransport
 
-/// `proxima agent --connect HOST:PORT --certificate FILE --key FILE --ca FILE [--server-name NAME]`.
+/// `proxima agent --connect HOST:PORT|[IPv6]:PORT --certificate FILE --key FILE --ca FILE [--server-name NAME]`.
 enum AgentCommand {
     static let command = Command(
         name: "agent",
@@ -17,7 +17,12 @@ enum AgentCommand {
             backoff; Ctrl-C or SIGTERM stops. See Docs/remote-readers.md.
             """,
         options: [
-            .value("connect", "HOST:PORT", help: "The store kernel's remote listener.", required: true),
+            .value(
+                "connect",
+                "HOST:PORT",
+                help: "The store kernel's remote listener (an IPv6 address in brackets: [::1]:7443).",
+                required: true
+            ),
             .value("certificate", "FILE", help: "This agent's certificate (PEM).", required: true),
             .value("key", "FILE", help: "This agent's private key (PEM).", required: true),
             .value("ca", "FILE", help: "The store CA certificate (PEM).", required: true),
@@ -35,7 +40,9 @@ enum AgentCommand {
         let manifest = try CLI.loadManifest(args.configPath)
         let connect = args.value("connect") ?? ""
         guard let store = RemoteEndpoint(parsing: connect), store.port > 0 else {
-            throw UsageError("--connect needs HOST:PORT with a port in 1…65535, got \"\(connect)\"")
+            throw UsageError(
+                "--connect needs HOST:PORT or [IPv6]:PORT with a port in 1…65535, got \"\(connect)\""
+            )
         }
         var transports: [any Transport] = []
         for entry in manifest.enabledPlugins {

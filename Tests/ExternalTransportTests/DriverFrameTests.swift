@@ -6,6 +6,35 @@ import Testing
 struct DriverFrameTests {
     static let hello: [UInt8] = Array(#"{"type":"hello","protocol":"1.0","driver":{"name":"d","version":"2"}}"#.utf8)
 
+    @Test("the transmit frame written directly is the JSON encoder's, byte for byte, and parses back")
+    func transmitFrameMatchesEncoder() throws {
+        for (reader, apdu, id) in [
+            ("0", [0x00, 0x84, 0x00, 0x00, 0x08], 1), ("r\"ü\\1", [0xFF, 0x0A], 9_007_199_254),
+        ]
+            as [(String, [UInt8], Int64)]
+        {
+            let direct = KernelMessage.transmit(
+                id: id,
+                encodedReader: KernelMessage.encodedReader(reader),
+                apdu: apdu,
+                timeoutMilliseconds: 5000
+            )
+            let encoded = DriverFrame.encode(
+                .object([
+                    ("type", .string("transmit")), ("id", .integer(id)), ("reader", .string(reader)),
+                    ("apdu", .string(apdu.hexString)), ("timeoutMs", .integer(5000)),
+                ])
+            )
+            #expect(direct == encoded)
+            var decoder = DriverFrame.Decoder()
+            decoder.append(direct)
+            let payload = try #require(try decoder.next())
+            let json = try JSONValue.parse(payload)
+            #expect(json["reader"] == .string(reader))
+            #expect(json["apdu"] == .string(apdu.hexString))
+        }
+    }
+
     @Test("a frame is the 4-byte big-endian length and the JSON text")
     func encodesLengthPrefix() {
         let frame = DriverFrame.encode(.object([("type", .string("cardPresent")), ("reader", .string("0"))]))

@@ -7,7 +7,7 @@ import Testing
 
 /// The External transport against a real child process (the Python test driver) that misbehaves in every way the
 /// supervisor must survive.
-@Suite("External transport: supervision of a misbehaving driver", .serialized, .timeLimit(.minutes(2)))
+@Suite("External transport: supervision of a misbehaving driver", .serialized, .timeLimit(.minutes(3)))
 struct DriverSupervisionTests {
     struct Misbehaviour: Sendable, CustomTestStringConvertible {
         var name: String
@@ -190,11 +190,11 @@ struct DriverSupervisionTests {
     }
 }
 
-@Suite("External transport: readers a driver plugs in and out", .serialized, .timeLimit(.minutes(1)))
+@Suite("External transport: readers a driver plugs in and out", .serialized, .timeLimit(.minutes(3)))
 struct DriverHotPlugTests {
     /// Sends control `code` on the driver's first reader (the test driver turns codes into reader events).
     static func control(_ kernel: Kernel, code: Int64) async throws -> [UInt8] {
-        try await kernel.tap(lane: "ext", options: TapOptions(reader: "ext/r0", timeout: .seconds(5))) { channel, _ in
+        try await kernel.tap(lane: "ext", options: TapOptions(reader: "ext/r0", timeout: .seconds(20))) { channel, _ in
             let external = try #require(channel as? ExternalCardChannel)
             return try await external.control(code: code, data: [0xC0, 0xDE])
         }
@@ -217,7 +217,7 @@ struct DriverHotPlugTests {
             #expect(lanes == ["ext"])
             let served = try await kernel.tap(
                 lane: "ext",
-                options: TapOptions(reader: "ext/r9", timeout: .seconds(5))
+                options: TapOptions(reader: "ext/r9", timeout: .seconds(20))
             ) { channel, context in
                 let response = try await channel.transmit(
                     try CommandAPDU(cla: 0, ins: 0x84, p1: 0, p2: 0, expectedLength: 8)

@@ -8,7 +8,7 @@ import Testing
 
 /// Payment reads through the whole External path: kernel → External transport → pipes → the sample Python driver
 /// `Examples/Drivers/python/vpcd_reader_driver.py` → TCP (vpcd protocol) → `VPCDCardHost` → virtual EMV card.
-@Suite("External transport: payment reads through the sample vpcd driver", .serialized, .timeLimit(.minutes(1)))
+@Suite("External transport: payment reads through the sample vpcd driver", .serialized, .timeLimit(.minutes(3)))
 struct ExternalPaymentTests {
     static let vpcdDriver = packageRoot + "/Examples/Drivers/python/vpcd_reader_driver.py"
 
@@ -55,7 +55,7 @@ struct ExternalPaymentTests {
                 let card = try CardProfiles.load(contentsOf: configDirectory + "/cards/" + file)
                 let host = VPCDCardHost(card: card, endpoint: .init(port: port))
                 try host.insert()
-                let outcome = try await kernel.tap(lane: "ext", options: TapOptions(timeout: .seconds(10))) {
+                let outcome = try await kernel.tap(lane: "ext", options: TapOptions(timeout: .seconds(20))) {
                     channel,
                     context in
                     #expect(channel.uid.count == card.uid.count && !channel.uid.isEmpty)
@@ -103,7 +103,7 @@ struct ExternalPaymentTests {
             )
             try pulled.insert()
             let code = await errorCode {
-                try await kernel.tap(lane: "ext", options: TapOptions(timeout: .seconds(10))) { channel, context in
+                try await kernel.tap(lane: "ext", options: TapOptions(timeout: .seconds(20))) { channel, context in
                     try await EMVPaymentCapability().run(Self.purchase(), on: channel, context: context)
                 }
             }
@@ -112,7 +112,7 @@ struct ExternalPaymentTests {
 
             let host = VPCDCardHost(card: card, endpoint: .init(port: port))
             try host.insert()
-            let outcome = try await kernel.tap(lane: "ext", options: TapOptions(timeout: .seconds(10))) {
+            let outcome = try await kernel.tap(lane: "ext", options: TapOptions(timeout: .seconds(20))) {
                 channel,
                 context in
                 try await EMVPaymentCapability().run(Self.purchase(), on: channel, context: context)

@@ -5,7 +5,7 @@ import ProximaKernel
 import Testing
 
 /// The C sample driver `Examples/Drivers/c/sample_card_driver.c`, compiled with `cc` by the test.
-@Suite("External transport: the C sample driver", .serialized, .timeLimit(.minutes(1)))
+@Suite("External transport: the C sample driver", .serialized, .timeLimit(.minutes(3)))
 struct SampleCDriverTests {
     static let source = packageRoot + "/Examples/Drivers/c/sample_card_driver.c"
 
@@ -39,9 +39,9 @@ struct SampleCDriverTests {
             try await waitUntil("the C driver's reader is idle", on: kernel) {
                 await state(of: "c/0", in: kernel) == .idle
             }
-            let (challenge, select, uid, controlCode) = try await kernel.tap(
+            let (challenge, select, uid, controlCode, hops) = try await kernel.tap(
                 lane: "ext",
-                options: TapOptions(timeout: .seconds(5))
+                options: TapOptions(timeout: .seconds(20))
             ) { channel, _ in
                 let challenge = try await channel.transmit(
                     try CommandAPDU(cla: 0, ins: 0x84, p1: 0, p2: 0, expectedLength: 8)
@@ -51,8 +51,18 @@ struct SampleCDriverTests {
                 )
                 let external = try #require(channel as? ExternalCardChannel)
                 let code = await errorCode { try await external.control(code: 0x31_36_B0, data: [1]) }
-                return (challenge.bytes, select.status, channel.uid, code)
+                // The kernel runs the tap on the connection's thread: each answer resumes it there, no hop.
+                let before = external.linkStatistics
+                for _ in 0..<20 { _ = try await channel.transmit(try CommandAPDU(cla: 0, ins: 0x84, p1: 0, p2: 0)) }
+                let after = external.linkStatistics
+                let hops = (
+                    elsewhere: after.jobsFromElsewhere - before.jobsFromElsewhere,
+                    thread: after.jobsFromThread - before.jobsFromThread
+                )
+                return (challenge.bytes, select.status, channel.uid, code, hops)
             }
+            #expect(hops.elsewhere == 0, "a transmit resumed the tap from another thread")
+            #expect(hops.thread >= 20, "the answers resumed the tap on the connection's thread")
             #expect(challenge == [1, 2, 3, 4, 5, 6, 7, 8, 0x90, 0x00])
             #expect(select == .success)
             #expect(uid == [0x04, 0xC0, 0xFF, 0xEE])

@@ -62,7 +62,7 @@ func quoted(_ text: String) -> String { JSONValue.string(text).jsonText }
 /// The timeouts leave room for a loaded machine: beside the whole suite (2 shared cores, load 20+) a Python driver can
 /// take seconds to start and answer, and a call or handshake timeout that fires for that reason is a spurious `hung`
 /// fault: it adds a fault a test does not expect and, three of them, opens the breaker (600 s), so a wait for the
-/// restarted driver fails. The `hang` case still ends at its call's timeout (1.5 s + 250 ms grace).
+/// restarted driver fails. The `hang` case still ends at its call's timeout (3 s + 250 ms grace).
 func harnessManifest(
     command: String = "python3",
     arguments: [String],
@@ -78,13 +78,13 @@ func harnessManifest(
               { "id": "sim-1", "cards": ["cards/identity-visa-like.json"], "arrival": { "pattern": "immediate" } } ] } },
             { "id": "ext", "type": "external", "load": "process", "config": {
               "command": \(quoted(command)), "args": [\(args)],
-              "callTimeoutMs": 1500, "handshakeTimeoutMs": 20000,
+              "callTimeoutMs": 3000, "handshakeTimeoutMs": 20000,
               "restart": { "initialDelayMs": 20, "maxDelayMs": 200 },
               "breaker": { "failures": 3, "windowMs": 600000, "openMs": 600000 }\(extraConfig) } }
           ],
           "lanes": [
             { "id": "sim", "readers": ["sim-1"] },
-            { "id": "ext", "readerNames": ["Test Reader *"], "queue": { "maxWaitMs": 5000 } }
+            { "id": "ext", "readerNames": ["Test Reader *"], "queue": { "maxWaitMs": 20000 } }
           ]
         }
         """
@@ -114,21 +114,37 @@ func withKernel<T: Sendable>(
     }
 }
 
-/// Waits until `condition` holds, checking it every 20 ms (some of what tests wait for, such as a refused start,
-/// publishes no kernel event); throws ``Timeout`` after `limit` (generous: it only bounds a failure, and a loaded
-/// machine stretches every restart).
+/// Waits until `condition` holds: checked at once, then again on every kernel event (a reader appearing, going idle,
+/// faulting, a tap ending), and every 200 ms for what publishes no kernel event (a refused start, a diagnostics
+/// count); throws ``Timeout`` after `limit`, which only bounds a failure (generous: a loaded machine stretches every
+/// restart).
 func waitUntil(
     _ what: String,
     on kernel: Kernel,
-    within limit: Duration = .seconds(45),
+    within limit: Duration = .seconds(60),
     _ condition: @escaping @Sendable () async -> Bool
 ) async throws {
-    let clock = ContinuousClock()
-    let end = clock.now + limit
-    while !(await condition()) {
-        guard clock.now < end else { throw Timeout(description: "not within \(limit): \(what)") }
-        try await Task.sleep(for: .milliseconds(20))
+    let events = kernel.events.subscribe(bufferSize: 4096)
+    let met = try await withThrowingTaskGroup(of: Bool.self) { group in
+        group.addTask {
+            if await condition() { return true }
+            for await _ in events {
+                if await condition() { return true }
+            }
+            return await condition()
+        }
+        group.addTask {
+            let end = ContinuousClock.now + limit
+            while ContinuousClock.now < end {
+                try await Task.sleep(for: .milliseconds(200))
+                if await condition() { return true }
+            }
+            return false
+        }
+        defer { group.cancelAll() }
+        return try await group.next() ?? false
     }
+    guard met else { throw Timeout(description: "not within \(limit): \(what)") }
 }
 
 func state(of reader: ReaderID, in kernel: Kernel) async -> PoolSnapshot.ReaderState? {
@@ -137,7 +153,7 @@ func state(of reader: ReaderID, in kernel: Kernel) async -> PoolSnapshot.ReaderS
 
 /// GET CHALLENGE on the `ext` lane: the test card answers 01…08 9000.
 func challenge(_ kernel: Kernel, lane: LaneID = "ext") async throws -> [UInt8] {
-    try await kernel.tap(lane: lane, options: TapOptions(timeout: .seconds(5))) { channel, _ in
+    try await kernel.tap(lane: lane, options: TapOptions(timeout: .seconds(20))) { channel, _ in
         let response = try await channel.transmit(try CommandAPDU(cla: 0, ins: 0x84, p1: 0, p2: 0, expectedLength: 8))
         return response.bytes
     }
@@ -145,7 +161,7 @@ func challenge(_ kernel: Kernel, lane: LaneID = "ext") async throws -> [UInt8] {
 
 /// SELECT PPSE on the simulated reader: its status word.
 func selectOnSimulator(_ kernel: Kernel) async throws -> StatusWord {
-    try await kernel.tap(lane: "sim", options: TapOptions(timeout: .seconds(5))) { channel, _ in
+    try await kernel.tap(lane: "sim", options: TapOptions(timeout: .seconds(20))) { channel, _ in
         let ppse = Array("2PAY.SYS.DDF01".utf8)
         return try await channel.transmit(
             try CommandAPDU(cla: 0, ins: 0xA4, p1: 4, p2: 0, data: ppse, expectedLength: 256)

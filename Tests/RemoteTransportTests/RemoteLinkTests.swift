@@ -10,7 +10,7 @@ import Testing
 
 /// The store kernel's Remote transport and lane-PC agents over TLS 1.3 on 127.0.0.1, with the TEST PKI of
 /// `Config/keys/remote-*` (`scripts/make-remote-test-certs.sh`). Serialized: the descriptor counts are per process.
-@Suite("Remote readers: agents joining a store's pool over mutual TLS", .serialized, .timeLimit(.minutes(2)))
+@Suite("Remote readers: agents joining a store's pool over mutual TLS", .serialized, .timeLimit(.minutes(3)))
 struct RemoteLinkTests {
     static let reader = ReaderID("lanes/lane-pc-1/lane-1")
 
@@ -23,7 +23,7 @@ struct RemoteLinkTests {
     }
 
     static func pay(_ kernel: Kernel) async throws -> EMVOutcome {
-        try await kernel.tap(lane: "remote", options: TapOptions(timeout: .seconds(10))) { channel, context in
+        try await kernel.tap(lane: "remote", options: TapOptions(timeout: .seconds(30))) { channel, context in
             try await EMVPaymentCapability().run(Self.purchase(), on: channel, context: context)
         }
     }
@@ -37,7 +37,9 @@ struct RemoteLinkTests {
             let port = try #require(await captured.transport?.waitUntilListening())
             let agent = RemoteAgent(configuration: agentConfiguration(port: port), transports: try lanePCTransports())
             let outcomes = try await withAgent(agent) {
-                try await waitUntil("the agent's reader is idle") { await state(of: Self.reader, in: kernel) == .idle }
+                try await waitUntil("the agent's reader is idle", on: kernel) {
+                    await state(of: Self.reader, in: kernel) == .idle
+                }
                 let info = await kernel.snapshot().readers.first { $0.info.id == Self.reader }?.info
                 #expect(info?.transport == "lanes")
                 #expect(info?.name == "Lane reader 1")
@@ -49,8 +51,11 @@ struct RemoteLinkTests {
         #expect(outcomes.map(\.lastFourDigits) == ["0119", "0119"])
         #expect(outcomes.map { $0.selectedApplicationIdentifier?.hexString } == ["A0000000031010", "A0000000031010"])
         #expect(outcomes.map { $0.cardData[0x9F26]?.count } == [8, 8])
-        #expect(agentDiagnostics.sessions == 1)
-        #expect(captured.transport?.diagnostics.sessions == 1)
+        #expect(agentDiagnostics.sessions == 1, "\(agentDiagnostics.failures)")
+        #expect(
+            captured.transport?.diagnostics.sessions == 1,
+            "\(captured.transport?.diagnostics.faults ?? []) \(captured.log)"
+        )
         #expect(captured.transport?.diagnostics.refusals == [])
         #expect(captured.log.contains { $0.contains("agent lane-pc-1 (proxima-agent 0.1) joined from 127.0.0.1:") })
         let inodes = (captured.transport?.diagnostics.inodes ?? []) + agentDiagnostics.inodes
@@ -132,7 +137,9 @@ struct RemoteLinkTests {
             named.serverName = "localhost"
             let joined = RemoteAgent(configuration: named, transports: try lanePCTransports())
             try await withAgent(joined) {
-                try await waitUntil("the agent's reader is idle") { await state(of: Self.reader, in: kernel) == .idle }
+                try await waitUntil("the agent's reader is idle", on: kernel) {
+                    await state(of: Self.reader, in: kernel) == .idle
+                }
             }
             var wrong = agentConfiguration(port: port)
             wrong.serverName = "intruder.example"
@@ -143,7 +150,10 @@ struct RemoteLinkTests {
             }
         }
         #expect(failures.allSatisfy { $0.contains("certificate refused: hostname mismatch") }, "\(failures)")
-        #expect(captured.transport?.diagnostics.sessions == 1)
+        #expect(
+            captured.transport?.diagnostics.sessions == 1,
+            "\(captured.transport?.diagnostics.faults ?? []) \(captured.log)"
+        )
     }
 
     @Test("an agent started before the store joins once it listens, and again after the store restarts")
@@ -158,15 +168,120 @@ struct RemoteLinkTests {
                 let registry = try storeRegistry(capturing: captured)
                 let manifest = try storeManifest(port: port, registry: registry)
                 let outcome = try await withKernel(manifest, registry: registry) { kernel in
-                    try await waitUntil("the agent's reader is idle") {
+                    try await waitUntil("the agent's reader is idle", on: kernel) {
                         await state(of: Self.reader, in: kernel) == .idle
                     }
                     return try await Self.pay(kernel)
                 }
                 #expect(outcome.lastFourDigits == "0119")
-                #expect(agent.diagnostics.sessions == round)
+                #expect(agent.diagnostics.sessions == round, "\(agent.diagnostics.failures) \(captured.log)")
             }
         }
+    }
+
+    @Test("an agent removed from the store's manifest is refused when it reconnects after the store restarts")
+    func removedAgentIsRefusedOnReconnect() async throws {
+        let port = try freePort()
+        let agent = RemoteAgent(configuration: agentConfiguration(port: port), transports: try lanePCTransports())
+        try await withAgent(agent) {
+            let allowed = Captured()
+            let registry = try storeRegistry(capturing: allowed)
+            let outcome = try await withKernel(try storeManifest(port: port, registry: registry), registry: registry) {
+                kernel in
+                try await waitUntil("the agent's reader is idle", on: kernel) {
+                    await state(of: Self.reader, in: kernel) == .idle
+                }
+                return try await Self.pay(kernel)
+            }
+            #expect(outcome.lastFourDigits == "0119")
+            #expect(agent.diagnostics.sessions == 1)
+
+            // The store's manifest now allows lane-pc-2 only: lane-pc-1's certificate is still valid (no CRL is
+            // checked) but matches no entry, so the reconnecting agent is told so and joins nothing.
+            let removed = Captured()
+            let without = try storeRegistry(capturing: removed)
+            let manifest = try storeManifest(port: port, allowed: "lane-pc-2", registry: without)
+            let readers = try await withKernel(manifest, registry: without) { kernel in
+                try await waitUntil("a refusal") { !(removed.transport?.diagnostics.refusals.isEmpty ?? true) }
+                try await waitUntil("the agent heard why") {
+                    agent.diagnostics.failures.contains { $0.contains("this store does not allow this agent") }
+                }
+                return await kernel.snapshot().readers.map(\.info.id)
+            }
+            #expect(readers == [])
+            #expect(removed.transport?.diagnostics.sessions == 0)
+            let refusals = removed.transport?.diagnostics.refusals ?? []
+            #expect(
+                refusals.first?.contains("subject \"O=Proxima TEST,CN=lane-pc-1\") matches no entry") == true,
+                "\(refusals)"
+            )
+            #expect(agent.diagnostics.sessions == 2, "the TLS handshake succeeds; the identity check refuses")
+        }
+    }
+
+    @Test("with the CA's revocation list, a revoked agent certificate is refused and a valid one still joins")
+    func revokedAgentIsRefused() async throws {
+        let crl = "keys/remote-store-ca-test-crl.pem"  // revokes lane-pc-2's certificate (remote-agent-2-test.pem)
+        let revoked = Captured()
+        let registry = try storeRegistry(capturing: revoked)
+        let manifest = try storeManifest(allowed: "lane-pc-2", revocationList: crl, registry: registry)
+        let failures = try await withKernel(manifest, registry: registry) { kernel in
+            let port = try #require(await revoked.transport?.waitUntilListening())
+            let agent = RemoteAgent(
+                configuration: agentConfiguration(port: port, certificate: "agent-2"),
+                transports: try lanePCTransports()
+            )
+            return try await withAgent(agent) {
+                try await waitUntil("a refusal") { !(revoked.transport?.diagnostics.refusals.isEmpty ?? true) }
+                try await waitUntil("the agent heard of it") { !agent.diagnostics.failures.isEmpty }
+                #expect(await kernel.snapshot().readers.isEmpty)
+                return agent.diagnostics.failures
+            }
+        }
+        let refusals = revoked.transport?.diagnostics.refusals ?? []
+        #expect(refusals.first?.contains("certificate refused: certificate revoked") == true, "\(refusals)")
+        #expect(failures.first?.contains("certificate revoked") == true, "\(failures)")
+        #expect(revoked.transport?.diagnostics.sessions == 0)
+
+        let valid = Captured()
+        let validRegistry = try storeRegistry(capturing: valid)
+        let checked = try storeManifest(revocationList: crl, registry: validRegistry)
+        let outcome = try await withKernel(checked, registry: validRegistry) { kernel in
+            let port = try #require(await valid.transport?.waitUntilListening())
+            let agent = RemoteAgent(configuration: agentConfiguration(port: port), transports: try lanePCTransports())
+            return try await withAgent(agent) {
+                try await waitUntil("the agent's reader is idle", on: kernel) {
+                    await state(of: Self.reader, in: kernel) == .idle
+                }
+                return try await Self.pay(kernel)
+            }
+        }
+        #expect(outcome.lastFourDigits == "0119")
+        #expect(valid.transport?.diagnostics.refusals == [])
+    }
+
+    @Test("a store listening on [::1] serves an agent connecting over IPv6")
+    func ipv6Loopback() async throws {
+        let captured = Captured()
+        let registry = try storeRegistry(capturing: captured)
+        let manifest = try storeManifest(host: "::1", registry: registry)
+        let outcome = try await withKernel(manifest, registry: registry) { kernel in
+            let port = try #require(await captured.transport?.waitUntilListening())
+            var configuration = agentConfiguration(port: port)
+            configuration.store = try #require(RemoteEndpoint(parsing: "[::1]:\(port)"))
+            // The TEST store certificate names localhost and 127.0.0.1, not ::1.
+            configuration.serverName = "localhost"
+            let agent = RemoteAgent(configuration: configuration, transports: try lanePCTransports())
+            return try await withAgent(agent) {
+                try await waitUntil("the agent's reader is idle", on: kernel) {
+                    await state(of: Self.reader, in: kernel) == .idle
+                }
+                return try await Self.pay(kernel)
+            }
+        }
+        #expect(outcome.lastFourDigits == "0119")
+        #expect(captured.log.contains { $0.contains("listening on [::1]:") })
+        #expect(captured.log.contains { $0.contains("agent lane-pc-1 (proxima-agent 0.1) joined from [::1]:") })
     }
 
     @Test("a killed agent process: the tap in flight ends with readerVanished, its reader leaves and comes back")
@@ -188,13 +303,15 @@ struct RemoteLinkTests {
             let port = try #require(await captured.transport?.waitUntilListening())
             let first = try AgentProcess(port: port, manifest: lanePC.path)
             defer { first.kill() }
-            try await waitUntil("the agent's reader is idle") { await state(of: Self.reader, in: kernel) == .idle }
+            try await waitUntil("the agent's reader is idle", on: kernel) {
+                await state(of: Self.reader, in: kernel) == .idle
+            }
             #expect(try await Self.pay(kernel).lastFourDigits == "0119")
 
             let started = Mutex(false)
             let tap = Task {
                 await errorCode {
-                    try await kernel.tap(lane: "remote", options: TapOptions(timeout: .seconds(20))) { channel, _ in
+                    try await kernel.tap(lane: "remote", options: TapOptions(timeout: .seconds(30))) { channel, _ in
                         let ppse = Array("2PAY.SYS.DDF01".utf8)
                         let select = try CommandAPDU(cla: 0, ins: 0xA4, p1: 4, p2: 0, data: ppse, expectedLength: 256)
                         while true {
@@ -207,14 +324,14 @@ struct RemoteLinkTests {
             try await waitUntil("the tap is exchanging APDUs") { started.withLock { $0 } }
             first.kill()
             #expect(await tap.value == .readerVanished)
-            try await waitUntil("the reader left the pool") {
+            try await waitUntil("the reader left the pool", on: kernel) {
                 let state = await state(of: Self.reader, in: kernel)
                 return state == nil || state == .vanished
             }
 
             let second = try AgentProcess(port: port, manifest: lanePC.path)
             defer { second.kill() }
-            try await waitUntil("the reader is back") { await state(of: Self.reader, in: kernel) == .idle }
+            try await waitUntil("the reader is back", on: kernel) { await state(of: Self.reader, in: kernel) == .idle }
             #expect(try await Self.pay(kernel).lastFourDigits == "0119")
             #expect(captured.transport?.diagnostics.sessions == 2)
             second.kill()

@@ -58,19 +58,28 @@ func storeRegistry(capturing captured: Captured) throws -> PluginRegistry {
     return registry
 }
 
-/// A store manifest: the Remote transport `lanes` on 127.0.0.1:`port`, allowing `lane-pc-1` by its DNS name, and
+/// A store manifest: the Remote transport `lanes` on `host`:`port`, allowing `agent` by its DNS name, and
 /// one lane `remote` over every reader named `Lane reader *`.
-func storeManifest(port: Int = 0, registry: PluginRegistry, callTimeoutMs: Int = 2000) throws -> Manifest {
+func storeManifest(
+    port: Int = 0,
+    host: String = "127.0.0.1",
+    allowed agent: String = "lane-pc-1",
+    revocationList: String? = nil,
+    registry: PluginRegistry,
+    callTimeoutMs: Int = 5000
+) throws -> Manifest {
+    let crl = revocationList.map { "\"crlFile\": \(quoted($0))," } ?? ""
+    let listen = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     let text = """
         { "schemaVersion": 1,
           "plugins": [ { "id": "lanes", "type": "remote", "config": {
-              "listen": "127.0.0.1:\(port)",
+              "listen": "\(listen)",
               "caFile": "keys/remote-store-ca-test.pem",
               "certificateFile": "keys/remote-server-test.pem",
-              "privateKeyFile": "keys/remote-server-test-private.pem",
-              "agents": [ { "name": "lane-pc-1", "dns": "lane-pc-1.agents.proxima.test" } ],
-              "callTimeoutMs": \(callTimeoutMs), "handshakeTimeoutMs": 3000 } } ],
-          "lanes": [ { "id": "remote", "readerNames": ["Lane reader *"], "queue": { "maxWaitMs": 10000 } } ] }
+              "privateKeyFile": "keys/remote-server-test-private.pem", \(crl)
+              "agents": [ { "name": "\(agent)", "dns": "\(agent).agents.proxima.test" } ],
+              "callTimeoutMs": \(callTimeoutMs), "handshakeTimeoutMs": 10000 } } ],
+          "lanes": [ { "id": "remote", "readerNames": ["Lane reader *"], "queue": { "maxWaitMs": 30000 } } ] }
         """
     return try Manifest.parse(Array(text.utf8), baseDirectory: configDirectory, registry: registry)
 }
@@ -106,7 +115,8 @@ func agentConfiguration(port: Int, certificate stem: String = "agent") -> Remote
         privateKeyFile: "\(keys)/remote-\(stem)-test-private.pem",
         certificateAuthorityFile: "\(keys)/remote-store-ca-test.pem",
         reconnectInitialDelay: .milliseconds(50),
-        reconnectMaximumDelay: .milliseconds(400)
+        reconnectMaximumDelay: .milliseconds(400),
+        handshakeTimeout: .seconds(10)
     )
 }
 
@@ -151,19 +161,39 @@ func withAgent<T: Sendable>(_ agent: RemoteAgent, _ body: @Sendable () async thr
     }
 }
 
-/// Waits until `condition` holds, checking it every 20 ms (refusals and link state publish no kernel event);
-/// throws ``Timeout`` after `limit`.
+/// Waits until `condition` holds: checked at once, then again on every event of `kernel` (a reader appearing, going
+/// idle, vanishing, a tap ending) when one is given, and every 200 ms for what publishes no kernel event (refusals,
+/// link diagnostics); throws ``Timeout`` after `limit`, which only bounds a failure.
 func waitUntil(
     _ what: String,
-    within limit: Duration = .seconds(15),
+    on kernel: Kernel? = nil,
+    within limit: Duration = .seconds(60),
     _ condition: @escaping @Sendable () async -> Bool
 ) async throws {
-    let clock = ContinuousClock()
-    let end = clock.now + limit
-    while !(await condition()) {
-        guard clock.now < end else { throw Timeout(description: "not within \(limit): \(what)") }
-        try await Task.sleep(for: .milliseconds(20))
+    let events = kernel?.events.subscribe(bufferSize: 4096)
+    let met = try await withThrowingTaskGroup(of: Bool.self) { group in
+        if let events {
+            group.addTask {
+                if await condition() { return true }
+                for await _ in events {
+                    if await condition() { return true }
+                }
+                return await condition()
+            }
+        }
+        group.addTask {
+            if await condition() { return true }
+            let end = ContinuousClock.now + limit
+            while ContinuousClock.now < end {
+                try await Task.sleep(for: .milliseconds(events == nil ? 20 : 200))
+                if await condition() { return true }
+            }
+            return false
+        }
+        defer { group.cancelAll() }
+        return try await group.next() ?? false
     }
+    guard met else { throw Timeout(description: "not within \(limit): \(what)") }
 }
 
 func state(of reader: ReaderID, in kernel: Kernel) async -> PoolSnapshot.ReaderState? {

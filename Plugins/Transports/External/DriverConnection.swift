@@ -66,8 +66,9 @@ package final class DriverConnection: @unchecked Sendable {
 
     private let continuation: AsyncStream<Incoming>.Continuation
     private let link: any DriverLink
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    /// The connection's thread as a task executor: a tap that prefers it (``ExternalCardChannel/preferredTaskExecutor``)
+    /// writes its frames and is resumed by their answers on this thread, with no hop through the cooperative pool.
+    package let executor: LinkExecutor
     private let configuration: ExternalConfiguration
     private let log: @Sendable (String) -> Void
     private let state: Mutex<State>
@@ -75,7 +76,9 @@ package final class DriverConnection: @unchecked Sendable {
     private struct Pending {
         var continuation: CheckedContinuation<JSONValue, any Error>
         var deadline: ContinuousClock.Instant
+        /// What the call is, for the `hung` fault: formatted only then, not for every call.
         var what: String
+        var id: Int64
     }
 
     private struct State {
@@ -98,8 +101,6 @@ package final class DriverConnection: @unchecked Sendable {
     private struct Writer {
         var outbox: [UInt8] = []
         var standardInputOpen = true
-        /// Cleared when the thread closes the wake pipe and standard input: nobody may write to them after that.
-        var wakeOpen = true
     }
 
     private let writer = Mutex(Writer())
@@ -160,15 +161,12 @@ package final class DriverConnection: @unchecked Sendable {
         self.pluginID = pluginID
         self.configuration = configuration
         self.log = log
-        let wake: (read: Int32, write: Int32)
         do {
-            wake = try DriverSystemCalls.wakePipe()
+            executor = try LinkExecutor()
         } catch {
             throw DriverFault(.notStarted, "\(error)")
         }
         self.link = link
-        wakeRead = wake.read
-        wakeWrite = wake.write
         pid = link.processID ?? 0
         pipeInodes = link.inodes
         (incoming, continuation) = AsyncStream.makeStream(of: Incoming.self, bufferingPolicy: .unbounded)
@@ -188,16 +186,24 @@ package final class DriverConnection: @unchecked Sendable {
     /// - Throws: `ProximaError` — the code the driver answered with (``DriverErrorCode``), `readerVanished` when the
     ///   driver fails or is stopped before answering, `cancelled` when the calling task is cancelled.
     func call(_ type: String, _ members: [(key: String, value: JSONValue)], what: String) async throws -> JSONValue {
+        try await call(what: what) { id, milliseconds in
+            var fields: [(key: String, value: JSONValue)] = [("type", .string(type)), ("id", .integer(id))]
+            fields += members
+            fields.append(("timeoutMs", .integer(milliseconds)))
+            return DriverFrame.encode(.object(fields))
+        }
+    }
+
+    /// ``call(_:_:what:)`` with the frame written by `frame` from the request id and the timeout in milliseconds (the
+    /// `transmit` request, written straight into its frame).
+    func call(what: String, frame makeFrame: (Int64, Int64) -> [UInt8]) async throws -> JSONValue {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
         }
         let timeout = configuration.callTimeout
         let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-        var fields: [(key: String, value: JSONValue)] = [("type", .string(type)), ("id", .integer(id))]
-        fields += members
-        fields.append(("timeoutMs", .integer(milliseconds)))
-        let frame = DriverFrame.encode(.object(fields))
+        let frame = makeFrame(id, milliseconds)
         let deadline = ContinuousClock.now + timeout + ExternalConfiguration.timeoutGrace
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
@@ -210,7 +216,7 @@ package final class DriverConnection: @unchecked Sendable {
                         continuation.resume(throwing: ProximaError(.cancelled, "\(what) cancelled"))
                         return false
                     }
-                    state.pending[id] = Pending(continuation: continuation, deadline: deadline, what: "\(what) #\(id)")
+                    state.pending[id] = Pending(continuation: continuation, deadline: deadline, what: what, id: id)
                     return true
                 }
                 // No wake-up for the deadline: it is at least a call timeout away, and the thread never sleeps longer
@@ -246,7 +252,7 @@ package final class DriverConnection: @unchecked Sendable {
             guard link.writesFromCallers else {
                 writer.outbox = frame
                 outboxPending.store(true, ordering: .releasing)
-                if writer.wakeOpen { DriverSystemCalls.wake(wakeWrite) }
+                executor.wake()
                 return
             }
             switch link.write(frame[...]) {
@@ -260,16 +266,12 @@ package final class DriverConnection: @unchecked Sendable {
                 return  // the thread sees the driver's end of its pipes close and reports why
             }
             outboxPending.store(true, ordering: .releasing)
-            if writer.wakeOpen { DriverSystemCalls.wake(wakeWrite) }
+            executor.wake()
         }
     }
 
-    /// Wakes the thread from `poll`, under the writer's lock so that the wake pipe cannot be closed meanwhile.
-    private func wakeThread() {
-        writer.withLock { writer in
-            if writer.wakeOpen { DriverSystemCalls.wake(wakeWrite) }
-        }
-    }
+    /// Wakes the thread from `poll` (the executor keeps the wake pipe open until the thread ends).
+    private func wakeThread() { executor.wake() }
 
     private static func abandon(_ id: Int64, state: inout State) {
         state.abandoned.insert(id)
@@ -317,6 +319,7 @@ package final class DriverConnection: @unchecked Sendable {
     // MARK: The thread
 
     private func serve() {
+        executor.attachCurrentThread()
         var decoder = DriverFrame.Decoder(maximumPayload: configuration.maximumFrameBytes)
         var stderrLog = DriverStderrLog(linesPerSecond: Double(configuration.stderrLinesPerSecond))
         var events = RateLimiter(
@@ -337,6 +340,8 @@ package final class DriverConnection: @unchecked Sendable {
         }
 
         while inputOpen || logOpen {
+            // Tap code resumed by the last read (or enqueued from elsewhere) runs first: it may write the next frame.
+            executor.runJobs()
             let now = ContinuousClock.now
             let (deadline, stopping) = state.withLock { state in
                 var earliest = state.helloDeadline
@@ -355,7 +360,7 @@ package final class DriverConnection: @unchecked Sendable {
 
             if let deadline, killedAt == nil, now >= deadline {
                 let what = state.withLock { state in
-                    state.pending.values.filter { $0.deadline <= now }.map(\.what).first
+                    state.pending.values.filter { $0.deadline <= now }.map { "\($0.what) #\($0.id)" }.first
                 }
                 if let what {
                     fail(DriverFault(.hung, "no answer to \(what) within \(configuration.callTimeout)"))
@@ -365,7 +370,7 @@ package final class DriverConnection: @unchecked Sendable {
                 continue
             }
 
-            var entries: [(fd: Int32, read: Bool, write: Bool)] = [(wakeRead, true, false)]
+            var entries: [(fd: Int32, read: Bool, write: Bool)] = [(executor.wakeDescriptor, true, false)]
             if inputOpen {
                 entries.append(
                     (link.inputDescriptor, true, wantsWrite && link.outputDescriptor == link.inputDescriptor)
@@ -381,12 +386,14 @@ package final class DriverConnection: @unchecked Sendable {
             let left = horizon - now
             let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
             let buffered = inputOpen && link.hasBufferedInput
+            let jobsWaiting = executor.beginPolling()
             let timeout: Int32 =
-                buffered ? 0 : killedAt != nil ? 100 : Int32(clamping: max(1, milliseconds + 1))
+                buffered || jobsWaiting ? 0 : killedAt != nil ? 100 : Int32(clamping: max(1, milliseconds + 1))
             let ready = DriverSystemCalls.poll(entries, timeout: timeout)
+            let woken = ready[executor.wakeDescriptor]?.read == true
+            executor.endPolling(woken: woken)
 
-            if ready[wakeRead]?.read == true {
-                DriverSystemCalls.drain(wakeRead)
+            if woken {
                 // A frame queued by a caller of a link only this thread writes: out now, not after one more poll.
                 if !link.writesFromCallers && !stopping && outboxPending.load(ordering: .acquiring) { flushOutbox() }
             }
@@ -426,6 +433,8 @@ package final class DriverConnection: @unchecked Sendable {
             }
         }
         closeInput()
+        executor.runJobs()
+        executor.end()
         if logOpen { link.closeLog() }
         for line in stderrLog.finish(at: .now) { log(line) }
         if killedAt == nil { link.terminate() }
@@ -433,10 +442,7 @@ package final class DriverConnection: @unchecked Sendable {
         writer.withLock { writer in
             writer.standardInputOpen = false
             writer.outbox = []
-            writer.wakeOpen = false
             link.closeOutput()
-            DriverSystemCalls.close(wakeRead)
-            DriverSystemCalls.close(wakeWrite)
         }
         continuation.finish()
         let waiters = state.withLock { state in

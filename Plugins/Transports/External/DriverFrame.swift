@@ -30,6 +30,52 @@ public enum DriverFrame {
         return frame
     }
 
+    /// Writes a frame's JSON text straight into the frame, for the messages sent for every APDU (`transmit` and its
+    /// answer): the caller appends the same text ``encode(_:)`` would write for the same members in the same order
+    /// (literals that need no escaping, decimal integers, upper-case hex, strings already encoded as JSON), without
+    /// building a ``JSONValue``, a `String` and two copies of it.
+    package struct Writer {
+        private var bytes: [UInt8]
+
+        package init(capacity: Int) {
+            bytes = [0, 0, 0, 0]
+            bytes.reserveCapacity(DriverFrame.headerLength + capacity)
+        }
+
+        /// ASCII text copied as it is: only literals that need no JSON escaping.
+        package mutating func append(_ text: StaticString) {
+            text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        }
+
+        /// Bytes already encoded as JSON (a member's quoted string, computed once).
+        package mutating func append(encoded: [UInt8]) { bytes.append(contentsOf: encoded) }
+
+        /// `value` in decimal, as ``JSONValue/jsonText`` writes it (a small string: no allocation).
+        package mutating func append(integer value: Int64) { bytes.append(contentsOf: String(value).utf8) }
+
+        /// `data` as upper-case hex digits, as `hexString` writes it.
+        package mutating func append(hex data: [UInt8]) {
+            for byte in data {
+                bytes.append(Self.hexDigit(byte >> 4))
+                bytes.append(Self.hexDigit(byte & 0x0F))
+            }
+        }
+
+        @inline(__always) private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+            nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") - 10 + nibble
+        }
+
+        /// The frame: the length prefix filled in.
+        package consuming func finish() -> [UInt8] {
+            let length = UInt32(truncatingIfNeeded: bytes.count - DriverFrame.headerLength)
+            bytes[0] = UInt8(truncatingIfNeeded: length >> 24)
+            bytes[1] = UInt8(truncatingIfNeeded: length >> 16)
+            bytes[2] = UInt8(truncatingIfNeeded: length >> 8)
+            bytes[3] = UInt8(truncatingIfNeeded: length)
+            return bytes
+        }
+    }
+
     /// Why a byte stream is not a valid sequence of frames.
     public enum DecodingError: Error, Hashable, Sendable, CustomStringConvertible {
         /// A length prefix announced more than the cap allows.

@@ -199,7 +199,33 @@ public struct DriverCardInfo: Hashable, Sendable {
 }
 
 /// The kernel's messages to a driver.
-enum KernelMessage {
+package enum KernelMessage {
+    /// `,"reader":<reader as a JSON string>`, for ``transmit(id:encodedReader:apdu:timeoutMilliseconds:)``.
+    package static func encodedReader(_ reader: String) -> [UInt8] {
+        Array((#","reader":"# + JSONValue.string(reader).jsonText).utf8)
+    }
+
+    /// The `transmit` request's frame, written straight into it (it is sent for every APDU): byte for byte
+    /// `DriverFrame.encode` of `{"type":"transmit","id":…,"reader":…,"apdu":"<hex>","timeoutMs":…}`, the members in
+    /// the order ``DriverConnection`` writes every request's.
+    package static func transmit(
+        id: Int64,
+        encodedReader: [UInt8],
+        apdu: [UInt8],
+        timeoutMilliseconds: Int64
+    ) -> [UInt8] {
+        var writer = DriverFrame.Writer(capacity: 64 + encodedReader.count + 2 * apdu.count)
+        writer.append(#"{"type":"transmit","id":"#)
+        writer.append(integer: id)
+        writer.append(encoded: encodedReader)
+        writer.append(#","apdu":""#)
+        writer.append(hex: apdu)
+        writer.append(#"","timeoutMs":"#)
+        writer.append(integer: timeoutMilliseconds)
+        writer.append("}")
+        return writer.finish()
+    }
+
     static func hello() -> JSONValue {
         .object([
             ("type", .string("hello")),

@@ -15,12 +15,26 @@ public final class ExternalCardChannel: CardChannel {
     public let supportsExtendedLength: Bool
 
     private let driverReader: String
+    /// `,"reader":"<driverReader>"` as JSON, written into every `transmit` frame.
+    private let readerMember: [UInt8]
+    /// How a `transmit` call is named if it hangs.
+    private let transmitWhat: String
     private let connection: DriverConnection
     private let closed = Atomic<Bool>(false)
+
+    /// The driver connection's thread: a tap that runs there writes each `transmit` frame from it and is resumed by
+    /// the answer inline, after the read that brought it, instead of on the cooperative pool (one thread wake-up per
+    /// APDU fewer; see ``LinkExecutor``).
+    public var preferredTaskExecutor: (any TaskExecutor)? { connection.executor }
+
+    /// What the connection's thread ran so far, for the benchmarks' hop counts.
+    package var linkStatistics: LinkExecutor.Statistics { connection.executor.statistics }
 
     init(reader: ReaderID, driverReader: String, card: DriverCardInfo, connection: DriverConnection) {
         self.reader = reader
         self.driverReader = driverReader
+        readerMember = KernelMessage.encodedReader(driverReader)
+        transmitWhat = "transmit on reader \(reader)"
         self.connection = connection
         atr = card.atr
         ats = card.ats
@@ -42,11 +56,16 @@ public final class ExternalCardChannel: CardChannel {
         }
         let body: JSONValue
         do {
-            body = try await connection.call(
-                "transmit",
-                [("reader", .string(driverReader)), ("apdu", .string(command.bytes.hexString))],
-                what: "transmit on reader \(reader)"
-            )
+            let apdu = command.bytes
+            let readerMember = readerMember
+            body = try await connection.call(what: transmitWhat) { id, milliseconds in
+                KernelMessage.transmit(
+                    id: id,
+                    encodedReader: readerMember,
+                    apdu: apdu,
+                    timeoutMilliseconds: milliseconds
+                )
+            }
         } catch let error as ProximaError {
             throw error.at(reader: reader)
         }

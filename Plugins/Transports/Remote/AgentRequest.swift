@@ -27,6 +27,28 @@ public enum AgentRequest: Hashable, Sendable {
     /// Parses one frame payload.
     /// - Throws: `ProximaError.malformedData` naming the member and what was expected.
     public static func parse(_ payload: [UInt8]) throws -> AgentRequest {
+        if let transmit = parseCanonicalTransmit(payload) { return transmit }
+        return try parseMessage(payload)
+    }
+
+    /// The `transmit` request exactly as the kernel writes it (`{"type":"transmit","id":7,"reader":"lane-1",`
+    /// `"apdu":"00A4040000","timeoutMs":5000}`: these members in this order, no spaces, no escapes, upper- or
+    /// lower-case hex), read without building a JSON tree: it arrives for every APDU. `nil` for anything else (other
+    /// spacing or order, an escape, a leading zero, a value out of range), which ``parse(_:)`` then reads with the
+    /// general parser; for every payload this accepts, the general parser gives the same request.
+    package static func parseCanonicalTransmit(_ payload: [UInt8]) -> AgentRequest? {
+        var reader = CanonicalReader(payload)
+        guard reader.expect(#"{"type":"transmit","id":"#), let id = reader.integer(), id >= 1,
+            reader.expect(#","reader":""#), let name = reader.plainString(), (1...64).contains(name.utf8.count),
+            reader.expect(#","apdu":""#), let apdu = reader.hex(), (4...65_544).contains(apdu.count),
+            reader.expect(#","timeoutMs":"#), let timeout = reader.integer(), (1...600_000).contains(timeout),
+            reader.expect("}"), reader.atEnd
+        else { return nil }
+        return .transmit(id: id, reader: name, apdu: apdu, timeoutMilliseconds: timeout)
+    }
+
+    /// The general parser: every message, any JSON spacing and member order.
+    package static func parseMessage(_ payload: [UInt8]) throws -> AgentRequest {
         let json = try JSONValue.parse(payload, limits: JSONValue.Limits(maxDepth: 8, maxBytes: max(1, payload.count)))
         var object = try StrictObject(json, at: "message", errorCode: .malformedData)
         let type = try object.string("type")
@@ -74,8 +96,85 @@ public enum AgentRequest: Hashable, Sendable {
     }
 }
 
+/// A cursor over a payload for ``AgentRequest/parseCanonicalTransmit(_:)``: every step is bounded by the payload's
+/// length and fails (returns `false` or `nil`) rather than trap.
+private struct CanonicalReader {
+    private let bytes: [UInt8]
+    private var index = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var atEnd: Bool { index == bytes.count }
+
+    /// Consumes `literal` when the payload continues with it.
+    mutating func expect(_ literal: StaticString) -> Bool {
+        literal.withUTF8Buffer { text in
+            guard bytes.count - index >= text.count else { return false }
+            for (offset, byte) in text.enumerated() where bytes[index + offset] != byte { return false }
+            index += text.count
+            return true
+        }
+    }
+
+    /// A non-negative JSON integer: 1…18 digits, no leading zero (as JSON and the kernel write it).
+    mutating func integer() -> Int64? {
+        let start = index
+        var value: Int64 = 0
+        while index < bytes.count, index - start < 18, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+            value = value * 10 + Int64(bytes[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        let count = index - start
+        guard count > 0, !(count > 1 && bytes[start] == UInt8(ascii: "0")) else { return nil }
+        // A 19th digit, a fraction or an exponent: left to the general parser.
+        if index < bytes.count,
+            [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index])
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])
+        {
+            return nil
+        }
+        return value
+    }
+
+    /// The characters up to the closing quote, consumed with it: printable ASCII only, no backslash (anything else is
+    /// the general parser's).
+    mutating func plainString() -> String? {
+        let start = index
+        while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+            guard (0x20...0x7E).contains(bytes[index]), bytes[index] != UInt8(ascii: "\\") else { return nil }
+            index += 1
+        }
+        guard index < bytes.count else { return nil }
+        defer { index += 1 }
+        return String(decoding: bytes[start..<index], as: UTF8.self)
+    }
+
+    /// Hex digits up to the closing quote, consumed with it, as bytes; `nil` for an odd count or another character.
+    mutating func hex() -> [UInt8]? {
+        var result: [UInt8] = []
+        result.reserveCapacity(min(bytes.count - index, 2 * 65_544) / 2)
+        while index + 1 < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+            guard let high = Self.nibble(bytes[index]), let low = Self.nibble(bytes[index + 1]) else { return nil }
+            result.append(high << 4 | low)
+            index += 2
+        }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        index += 1
+        return result
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+}
+
 /// The agent's frames to the store kernel: the driver's side of the protocol.
-enum AgentMessage {
+package enum AgentMessage {
     static func hello(name: String) -> JSONValue {
         .object([
             ("type", .string("hello")),
@@ -106,6 +205,19 @@ enum AgentMessage {
 
     static func result(_ id: Int64, _ members: [(key: String, value: JSONValue)] = []) -> JSONValue {
         .object([("type", .string("result")), ("id", .integer(id))] + members)
+    }
+
+    /// The frame answering `transmit` request `id` with `response`: byte for byte what
+    /// `DriverFrame.encode(result(id, [("apdu", .string(response.hexString))]))` gives, written straight into the frame
+    /// (it is sent for every APDU).
+    package static func transmitResult(_ id: Int64, _ response: [UInt8]) -> [UInt8] {
+        var writer = DriverFrame.Writer(capacity: 48 + 2 * response.count)
+        writer.append(#"{"type":"result","id":"#)
+        writer.append(integer: id)
+        writer.append(#","apdu":""#)
+        writer.append(hex: response)
+        writer.append(#""}"#)
+        return writer.finish()
     }
 
     static func error(_ id: Int64, _ code: DriverErrorCode, _ message: String) -> JSONValue {

@@ -25,8 +25,9 @@ final class AgentSession: @unchecked Sendable {
     let incoming: AsyncStream<Incoming>
     private let continuation: AsyncStream<Incoming>.Continuation
     private let link: TLSLink
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    /// The session's thread as a task executor: the agent answers the store's requests on it (``RemoteAgent`` runs its
+    /// request loop with this preference), so a request read here is answered by the same thread, with no hop.
+    let executor: LinkExecutor
     private let maximumFrameBytes: Int
     private let helloTimeout: Duration
     private let state = Mutex(State())
@@ -34,23 +35,21 @@ final class AgentSession: @unchecked Sendable {
     private struct State {
         var outbox: [UInt8] = []
         var stopReason: String?
+        /// Cleared when the thread ends: nothing is written to the link after that.
         var wakeOpen = true
         var ended = false
         var endWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     init(link: TLSLink, maximumFrameBytes: Int, helloTimeout: Duration) throws(TLSFailure) {
-        let wake: (read: FileDescriptor, write: FileDescriptor)
         do {
-            wake = try FileDescriptor.wakePipe()
+            executor = try LinkExecutor()
         } catch {
             link.terminate()
             link.closeOutput()
             throw TLSFailure("cannot make a wake pipe: \(error)")
         }
         self.link = link
-        wakeRead = wake.read.rawValue
-        wakeWrite = wake.write.rawValue
         self.maximumFrameBytes = maximumFrameBytes
         self.helloTimeout = helloTimeout
         (incoming, continuation) = AsyncStream.makeStream(of: Incoming.self, bufferingPolicy: .unbounded)
@@ -60,8 +59,10 @@ final class AgentSession: @unchecked Sendable {
     }
 
     /// Queues `message` for the store.
-    func send(_ message: JSONValue) {
-        let frame = DriverFrame.encode(message)
+    func send(_ message: JSONValue) { send(frame: DriverFrame.encode(message)) }
+
+    /// Queues a frame already encoded (``AgentMessage/transmitResult(_:_:)``).
+    func send(frame: [UInt8]) {
         state.withLock { state in
             guard state.stopReason == nil, state.wakeOpen else { return }
             if state.outbox.isEmpty {
@@ -75,8 +76,7 @@ final class AgentSession: @unchecked Sendable {
             } else {
                 state.outbox += frame
             }
-            var byte: UInt8 = 1
-            _ = write(wakeWrite, &byte, 1)
+            executor.wake()
         }
     }
 
@@ -84,11 +84,8 @@ final class AgentSession: @unchecked Sendable {
     func stop(_ reason: String) {
         state.withLock { state in
             if state.stopReason == nil { state.stopReason = reason }
-            if state.wakeOpen {
-                var byte: UInt8 = 1
-                _ = write(wakeWrite, &byte, 1)
-            }
         }
+        executor.wake()
     }
 
     /// Waits until the link is closed and the thread has ended.
@@ -104,6 +101,7 @@ final class AgentSession: @unchecked Sendable {
     }
 
     private func serve() {
+        executor.attachCurrentThread()
         var decoder = DriverFrame.Decoder(maximumPayload: maximumFrameBytes)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var outboxWaiting = false
@@ -111,6 +109,8 @@ final class AgentSession: @unchecked Sendable {
         var helloSeen = false
         var reason: String?
         loop: while reason == nil {
+            // Answers resumed by the last read run first: each writes its frame at once.
+            executor.runJobs()
             // The outbox is written under the lock that senders hold, so frames keep their order.
             let (stop, written, outboxLeft) = state.withLock { state -> (String?, WriteOutcome?, Bool) in
                 guard state.stopReason == nil else { return (state.stopReason, nil, false) }
@@ -156,14 +156,13 @@ final class AgentSession: @unchecked Sendable {
                     events: Int16(POLLIN | (outboxWaiting ? POLLOUT : 0)),
                     revents: 0
                 ),
-                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: executor.wakeDescriptor, events: Int16(POLLIN), revents: 0),
             ]
-            let timeout: Int32 = link.hasBufferedInput ? 0 : Int32(clamping: max(1, milliseconds + 1))
+            let jobsWaiting = executor.beginPolling()
+            let timeout: Int32 =
+                link.hasBufferedInput || jobsWaiting ? 0 : Int32(clamping: max(1, milliseconds + 1))
             _ = poll(&entries, 2, timeout)
-            if entries[1].revents != 0 {
-                var sink = [UInt8](repeating: 0, count: 64)
-                while read(wakeRead, &sink, sink.count) > 0 {}
-            }
+            executor.endPolling(woken: entries[1].revents != 0)
             guard entries[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 || link.hasBufferedInput else { continue }
             switch link.read(into: &buffer) {
             case .bytes(let count):
@@ -209,9 +208,9 @@ final class AgentSession: @unchecked Sendable {
             state.wakeOpen = false
             state.outbox = []
         }
+        executor.runJobs()
+        executor.end()
         link.closeGracefully(within: .milliseconds(200))
-        close(wakeRead)
-        close(wakeWrite)
         continuation.yield(.ended(reason ?? "stopped"))
         continuation.finish()
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in

@@ -1,4 +1,4 @@
-internal import ExternalTransport
+package import ExternalTransport
 internal import Foundation
 public import ProximaCore
 internal import ProximaSystem
@@ -99,6 +99,9 @@ public final class RemoteAgent: Sendable {
 
     /// Sessions and failures so far.
     public var diagnostics: RemoteAgentDiagnostics { state.withLock { $0.diagnostics } }
+
+    /// What the current session's thread ran so far (`nil` between sessions), for the benchmark's hop counts.
+    package var linkStatistics: LinkExecutor.Statistics? { state.withLock { $0.session?.executor.statistics } }
 
     /// Runs the transports and keeps the link to the store up until cancelled.
     /// - Throws: `ProximaError.pluginFailed` when this agent's certificate, key or CA file cannot be loaded, or a
@@ -209,25 +212,30 @@ public final class RemoteAgent: Sendable {
             return readers
         }
         log("joined the store at \(configuration.store) with \(readers.count) readers")
-        var reason = "stopped"
-        await withTaskGroup(of: Void.self) { group in
-            await withTaskCancellationHandler {
-                for await item in session.incoming {
-                    switch item {
-                    case .ended(let why):
-                        reason = why
-                    case .request(.hello(let version)):
-                        if version.major != DriverProtocolVersion.current.major {
-                            session.stop("the store speaks protocol \(version), this agent 1.x")
+        // On the session's thread: a request read there resumes this loop, and its answer (a child task, which keeps
+        // the preference) runs and writes its frame there too, without a hop through the cooperative pool.
+        let reason = await withTaskExecutorPreference(session.executor) {
+            var reason = "stopped"
+            await withTaskGroup(of: Void.self) { group in
+                await withTaskCancellationHandler {
+                    for await item in session.incoming {
+                        switch item {
+                        case .ended(let why):
+                            reason = why
+                        case .request(.hello(let version)):
+                            if version.major != DriverProtocolVersion.current.major {
+                                session.stop("the store speaks protocol \(version), this agent 1.x")
+                            }
+                        case .request(let request):
+                            group.addTask { await self.answer(request, on: session) }
                         }
-                    case .request(let request):
-                        group.addTask { await self.answer(request, on: session) }
                     }
+                } onCancel: {
+                    session.stop("the agent is stopping")
                 }
-            } onCancel: {
-                session.stop("the agent is stopping")
+                group.cancelAll()
             }
-            group.cancelAll()
+            return reason
         }
         await session.waitUntilEnded()
         let channels = state.withLock { state -> [any CardChannel] in
@@ -339,11 +347,20 @@ public final class RemoteAgent: Sendable {
                 session.send(AgentMessage.error(id, .invalidRequest, "no connection to a card on \"\(reader)\""))
                 return
             }
-            do {
-                let response = try await channel.transmit(try CommandAPDU(bytes: apdu))
-                session.send(AgentMessage.result(id, [("apdu", .string(response.bytes.hexString))]))
-            } catch {
-                session.send(AgentMessage.error(id, AgentMessage.code(for: error), Self.reason(error)))
+            @Sendable func forward() async {
+                do {
+                    let response = try await channel.transmit(try CommandAPDU(bytes: apdu))
+                    session.send(frame: AgentMessage.transmitResult(id, response.bytes))
+                } catch {
+                    session.send(AgentMessage.error(id, AgentMessage.code(for: error), Self.reason(error)))
+                }
+            }
+            // On the channel's own thread when its transport has one (PC/SC): the answer goes out from there, and
+            // only the return to this session's thread, off the APDU's path, is a hop.
+            if let executor = channel.preferredTaskExecutor {
+                await withTaskExecutorPreference(executor) { await forward() }
+            } else {
+                await forward()
             }
         case .disconnect(_, let reader):
             let readerID = ReaderID(reader)

@@ -22,9 +22,13 @@ public import ProximaCore
 /// }
 /// ```
 ///
-/// - `listen` (required): `IPv4:port`; port 0 picks a free port (tests).
+/// - `listen` (required): `IPv4:port` or `[IPv6]:port` (`[::]:7443`); port 0 picks a free port (tests).
 /// - `caFile`, `certificateFile`, `privateKeyFile` (required): PEM files, relative to the manifest's folder. The CA
 ///   is the only trust anchor for agents' certificates, which must carry the `clientAuth` purpose.
+/// - `crlFile` (optional): a PEM file of the CA's certificate revocation list (`openssl ca -gencrl`); when given, an
+///   agent whose certificate it lists is refused at the handshake (`certificate revoked`), and so is every agent once
+///   the list is past its `nextUpdate`. It is read when the transport starts. Without it nothing is revoked: remove
+///   the agent from `agents` (or pin agents by key) to shut one out. OCSP is not checked.
 /// - `agents` (required, 1…256): who may join, each with a unique `name` (1…64 of `A-Z a-z 0-9 . _ -`; the agent's
 ///   readers are `<plugin id>/<name>/<agent's reader id>`) and exactly one of: `subject` (the certificate's subject
 ///   in RFC 2253 form, as `openssl x509 -noout -subject -nameopt RFC2253` prints it), `dns` (a subjectAltName DNS
@@ -58,6 +62,8 @@ public struct RemoteConfiguration: Hashable, Sendable {
     public var certificateAuthorityFile: String
     public var certificateFile: String
     public var privateKeyFile: String
+    /// The CA's revocation list (PEM), checked for every agent's certificate when set.
+    public var revocationListFile: String?
     public var agents: [Agent]
     /// The session limits (timeouts, frame size, event rate), shared with the External transport's sessions.
     public var session: ExternalConfiguration
@@ -68,9 +74,11 @@ public struct RemoteConfiguration: Hashable, Sendable {
         certificateAuthorityFile: String,
         certificateFile: String,
         privateKeyFile: String,
+        revocationListFile: String? = nil,
         agents: [Agent],
         session: ExternalConfiguration = ExternalConfiguration(command: "")
     ) {
+        self.revocationListFile = revocationListFile
         self.listenHost = listenHost
         self.listenPort = listenPort
         self.certificateAuthorityFile = certificateAuthorityFile
@@ -88,11 +96,13 @@ public struct RemoteConfiguration: Hashable, Sendable {
     public init(json: JSONValue, path: String, baseDirectory: String) throws {
         var object = try StrictObject(json, at: path, errorCode: .invalidManifest)
         let listen = try object.string("listen")
-        guard let endpoint = RemoteEndpoint(parsing: listen), endpoint.host.allSatisfy({ $0.isNumber || $0 == "." })
+        guard let endpoint = RemoteEndpoint(parsing: listen),
+            endpoint.isIPv6 || endpoint.host.allSatisfy({ $0.isNumber || $0 == "." })
         else {
             throw object.fail(
                 "listen",
-                "expected \"IPv4:port\" such as \"0.0.0.0:7443\", found \"\(listen.prefix(64))\""
+                "expected \"IPv4:port\" or \"[IPv6]:port\" such as \"0.0.0.0:7443\" or \"[::]:7443\", found "
+                    + "\"\(listen.prefix(64))\""
             )
         }
         listenHost = endpoint.host
@@ -106,6 +116,7 @@ public struct RemoteConfiguration: Hashable, Sendable {
         certificateAuthorityFile = try file("caFile")
         certificateFile = try file("certificateFile")
         privateKeyFile = try file("privateKeyFile")
+        revocationListFile = object.has("crlFile") ? try file("crlFile") : nil
         let agentsPath = object.path(of: "agents")
         agents = try object.array("agents") { value, elementPath in try Self.agent(value, at: elementPath) }
         guard (1...Self.maximumAgents).contains(agents.count) else {
@@ -199,10 +210,17 @@ public struct RemoteEndpoint: Hashable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
-    /// Reads `host:port` (port 0…65535, host 1…253 characters without spaces); `nil` otherwise.
+    /// Reads `host:port` or `[IPv6]:port` (port 0…65535, host 1…253 characters without spaces; an IPv6 address
+    /// only in brackets, which are not part of ``host``); `nil` otherwise.
     public init?(parsing text: String) {
         guard let colon = text.lastIndex(of: ":") else { return nil }
-        let host = String(text[..<colon])
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2 {
+            host = String(host.dropFirst().dropLast())
+            guard host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }), host.contains(":") else { return nil }
+        } else if host.contains(":") || host.contains("[") || host.contains("]") {
+            return nil  // an IPv6 address without brackets: where it ends and the port starts is ambiguous
+        }
         let portText = text[text.index(after: colon)...]
         guard (1...253).contains(host.utf8.count), !host.contains(" "), !host.contains("\0"),
             (1...5).contains(portText.count), portText.allSatisfy(\.isNumber), let port = Int(portText),
@@ -211,5 +229,8 @@ public struct RemoteEndpoint: Hashable, Sendable, CustomStringConvertible {
         self.init(host: host, port: port)
     }
 
-    public var description: String { "\(host):\(port)" }
+    /// Whether ``host`` is an IPv6 address.
+    public var isIPv6: Bool { host.contains(":") }
+
+    public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }

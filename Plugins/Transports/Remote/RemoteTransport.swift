@@ -95,7 +95,8 @@ public final class RemoteTransport: Transport {
                 role: .server,
                 certificate: configuration.certificateFile,
                 privateKey: configuration.privateKeyFile,
-                certificateAuthority: configuration.certificateAuthorityFile
+                certificateAuthority: configuration.certificateAuthorityFile,
+                revocationList: configuration.revocationListFile
             )
         } catch {
             throw ProximaError(.pluginFailed, "remote transport \"\(id)\": \(error)", underlying: error)
@@ -116,7 +117,7 @@ public final class RemoteTransport: Transport {
             state.diagnostics.inodes += listener.inodes
         }
         listening.set()
-        log("listening on \(configuration.listenHost):\(listener.port)")
+        log("listening on \(RemoteEndpoint(host: configuration.listenHost, port: listener.port))")
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [log] in
                 for await refusal in listener.refusals {

@@ -42,8 +42,16 @@ final class TLSContext: @unchecked Sendable {
     ///   - certificate: PEM file, the leaf first (a chain may follow).
     ///   - privateKey: PEM file of its key.
     ///   - certificateAuthority: PEM file of the CA that issues the peers' certificates.
+    ///   - revocationList: PEM file of the CA's CRL: when given, a peer certificate it lists is refused
+    ///     (`X509_V_FLAG_CRL_CHECK`, the leaf's issuer; the CA is the root, so nothing above it is checked).
     /// - Throws: ``TLSFailure`` naming the file OpenSSL refused.
-    init(role: Role, certificate: String, privateKey: String, certificateAuthority: String) throws(TLSFailure) {
+    init(
+        role: Role,
+        certificate: String,
+        privateKey: String,
+        certificateAuthority: String,
+        revocationList: String? = nil
+    ) throws(TLSFailure) {
         _ = Self.ignoreBrokenPipe
         self.role = role
         guard let context = SSL_CTX_new(role == .server ? TLS_server_method() : TLS_client_method()) else {
@@ -52,6 +60,10 @@ final class TLSContext: @unchecked Sendable {
         self.context = context
         guard COpenSSL_SSL_CTX_set_tls13_only(context) == 1 else { throw .openSSL("restricting to TLS 1.3") }
         COpenSSL_SSL_CTX_set_stream_modes(context)
+        // Read ahead: one read(2) takes what the socket holds (several records at once) instead of two per record
+        // (its 5-byte header, then its body). read(into:) decrypts every complete record read ahead, so nothing
+        // complete is left in OpenSSL's buffer while the link's thread waits in poll.
+        _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_READ_AHEAD, 1, nil)
         guard SSL_CTX_use_certificate_chain_file(context, certificate) == 1 else {
             throw .openSSL("loading the certificate \(certificate)")
         }
@@ -63,6 +75,12 @@ final class TLSContext: @unchecked Sendable {
         }
         guard SSL_CTX_load_verify_locations(context, certificateAuthority, nil) == 1 else {
             throw .openSSL("loading the CA certificate \(certificateAuthority)")
+        }
+        if let revocationList {
+            guard let store = SSL_CTX_get_cert_store(context), X509_STORE_load_file(store, revocationList) == 1 else {
+                throw .openSSL("loading the revocation list \(revocationList)")
+            }
+            X509_STORE_set_flags(store, UInt(X509_V_FLAG_CRL_CHECK))
         }
         let purpose = role == .server ? X509_PURPOSE_SSL_CLIENT : X509_PURPOSE_SSL_SERVER
         guard SSL_CTX_set_purpose(context, purpose) == 1 else { throw .openSSL("setting the certificate purpose") }
@@ -107,7 +125,9 @@ final class TLSLink: DriverLink, @unchecked Sendable {
     let peer: TLSPeerCertificate
     private let ssl: OpaquePointer
     /// Held across every OpenSSL call on ``ssl`` after the handshake (none blocks: the socket is non-blocking).
-    private let access = Mutex(Access())
+    /// `pendingInput` starts set: with read-ahead the handshake may have read the peer's first records (its `hello`,
+    /// sent right after its Finished) into OpenSSL's buffer, where no poll of the socket would see them.
+    private let access = Mutex(Access(pendingInput: true))
     /// The socket's inode, so a test can check that no descriptor of it outlives the link.
     let socketInode: UInt64?
 
@@ -155,7 +175,7 @@ final class TLSLink: DriverLink, @unchecked Sendable {
         }
         SSL_set_fd(ssl, descriptor.rawValue)
         if context.role == .client, let serverName {
-            let isAddress = serverName.allSatisfy { $0.isNumber || $0 == "." || $0 == ":" }
+            let isAddress = serverName.contains(":") || serverName.allSatisfy { $0.isNumber || $0 == "." }
             if !isAddress { _ = COpenSSL_SSL_set_host_name(ssl, serverName) }
             let parameters = SSL_get0_param(ssl)
             let set =
@@ -257,6 +277,8 @@ final class TLSLink: DriverLink, @unchecked Sendable {
     var outputDescriptor: Int32 { descriptor.rawValue }
     var logDescriptor: Int32? { nil }
     var hasBufferedInput: Bool {
+        // Not SSL_has_pending: with read-ahead it also counts the start of a record not yet complete, and the thread
+        // would spin on it instead of waiting in poll for the rest.
         access.withLock { state in !state.closed && (state.pendingInput || SSL_pending(ssl) > 0) }
     }
     var processID: Int32? { nil }
@@ -266,14 +288,30 @@ final class TLSLink: DriverLink, @unchecked Sendable {
     /// per frame is saved.
     var writesFromCallers: Bool { true }
 
+    /// Reads every record OpenSSL can decrypt now (SSL_read returns one record at most), up to the buffer's size.
     func read(into buffer: inout [UInt8]) -> ReadOutcome {
         access.withLock { state in
             guard !state.closed else { return .endOfFile }
             ERR_clear_error()
-            let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(clamping: $0.count)) }
-            if count > 0 {
-                state.pendingInput = count == buffer.count
-                return .bytes(Int(count))
+            var total = 0
+            var count: Int32 = 0
+            buffer.withUnsafeMutableBytes { raw in
+                guard let base = raw.baseAddress else { return }
+                while total < raw.count {
+                    count = SSL_read(ssl, base + total, Int32(clamping: raw.count - total))
+                    guard count > 0 else { break }
+                    total += Int(count)
+                    // Nothing decrypted or read ahead is left: another SSL_read would only cost a read(2) and EAGAIN.
+                    if SSL_has_pending(ssl) != 1 { break }
+                }
+            }
+            if total > 0 {
+                // A record cut short is waited for in poll; an alert or close_notify after the data is read next turn.
+                let error = count > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl, count)
+                let stopped = error != SSL_ERROR_NONE && error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE
+                state.pendingInput = total == buffer.count || stopped
+                if !stopped { ERR_clear_error() }
+                return .bytes(total)
             }
             state.pendingInput = false
             switch SSL_get_error(ssl, count) {
