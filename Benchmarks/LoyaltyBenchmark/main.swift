@@ -1,5 +1,5 @@
 // CPU time of a VAS-only tap and of a VAS+payment tap on the simulator, air time off, against the payment-only tap
-// measured in the same run, through the public API (`readVAS`, `readPaymentCard(_:vasRequest:)`); the same for Google
+// measured in the same run (the plastic card's, and the same phone's without the loyalty request), through the public API (`readVAS`, `readPaymentCard(_:vasRequest:)`); the same for Google
 // Smart Tap taps (the virtual Android phones of Config/cards/smarttap-*.json). Issue 9's goal: the loyalty part adds
 // ≤ 150 µs to a payment tap (one ECDH + KDF + GCM for VAS).
 //
@@ -64,10 +64,15 @@ func manifest(card: String, dataDirectory: String) throws -> Manifest {
 enum Kind: String, CaseIterable {
     case paymentOnly = "payment only", vasOnly = "VAS only", vasAndPayment = "VAS + payment"
     case smartTapOnly = "Smart Tap only", smartTapAndPayment = "Smart Tap + payment"
+    /// Payment-only taps on the very phones the combined taps use, so that "added" counts the loyalty part only
+    /// (a phone's payment application is not the plastic card's: other records, other PDOL).
+    case paymentOnlyIPhone = "payment only, iPhone", paymentOnlyAndroid = "payment only, Android"
 
     var card: String {
         switch self {
         case .paymentOnly: "pay-visa-qvsdc"
+        case .paymentOnlyIPhone: "vas-iphone-loyalty-visa"
+        case .paymentOnlyAndroid: "smarttap-android-loyalty-visa"
         case .vasOnly: "vas-iphone-loyalty"
         case .vasAndPayment: "vas-iphone-loyalty-visa"
         case .smartTapOnly: "smarttap-android-loyalty"
@@ -104,7 +109,7 @@ func measure(_ kind: Kind, reads: Int) async throws -> Duration {
         for index in 0..<(warmUp + reads) {
             if index == warmUp { start = cpuNow() }
             switch kind {
-            case .paymentOnly:
+            case .paymentOnly, .paymentOnlyIPhone, .paymentOnlyAndroid:
                 _ = try await session.readPaymentCard(request)
             case .vasOnly, .smartTapOnly:
                 let result = try await session.readVAS(vasRequest)
@@ -131,9 +136,10 @@ for _ in 0..<rounds {
     }
 }
 @MainActor func tap(_ kind: Kind) -> Double { median(taps[kind] ?? []) }
-/// Per round, what `kind` adds to the payment-only tap of the same round.
+/// Per round, what `kind` adds to the payment-only tap on the same phone in the same round.
 @MainActor func added(_ kind: Kind) -> [Double] {
-    zip(taps[kind] ?? [], taps[.paymentOnly] ?? []).map { $0 - $1 }
+    let baseline: Kind = kind == .smartTapAndPayment ? .paymentOnlyAndroid : .paymentOnlyIPhone
+    return zip(taps[kind] ?? [], taps[baseline] ?? []).map { $0 - $1 }
 }
 
 // The phone's side alone: one cryptogram per read (ephemeral key, ECDH, X9.63, AES-GCM).
@@ -331,7 +337,7 @@ print(
 print("CPU per read is the whole process's, the virtual phone's and card's work included (median of the rounds)")
 print("tap                   µs CPU/read   ratio to payment only")
 for kind in Kind.allCases { print(line(kind)) }
-print("loyalty added to a payment tap (loyalty+payment − payment only, same round):")
+print("loyalty added to a payment tap (loyalty+payment − payment only on the same phone, same round):")
 print(addedLine("  VAS:      ", .vasAndPayment, phone: microseconds(phone)))
 print(addedLine("  Smart Tap:", .smartTapAndPayment, phone: microseconds(smartTapPhone)))
 print("reader's crypto alone:")
