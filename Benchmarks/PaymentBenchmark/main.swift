@@ -231,7 +231,7 @@ print(
 )
 // What a read seals: envelope v2, HPKE auth mode with the reader key (RFC 9180 §5.1.3), whose KEM adds a second
 // ECDH, DH(skS, pkR), between the reader key and the processor key; its floor is one key generation and two ECDH.
-let readerKey = P256.PrivateKey()
+let readerKey = try P256.PrivateKey()
 let authStart = cpuNow()
 for _ in 0..<reads {
     var sender = try HPKE.Sender(
