@@ -14,15 +14,19 @@ public final class PaymentCardReaderSession: Sendable {
     public let id: String
     let token: PaymentCardReader.Token
     let prepared = Mutex(false)
+    /// The token as the session verified it (at init, again in ``prepare()``): reads check only its validity
+    /// window and the link, not its signature (`PaymentService.linkedMerchant(_:verifiedEarlier:)`).
+    let verified: Mutex<VerifiedReaderToken>
 
     /// A session on `reader` for the merchant of `token`.
     ///
     /// - Throws: ``PaymentCardReaderError`` — `notAllowed` (no valid payment settings), `unsupported` (no such
     ///   lane), `emptyReaderToken`, `invalidReaderToken`, `tokenExpired`.
     public init(reader: PaymentCardReader, token: PaymentCardReader.Token) async throws {
-        _ = try reader.mapped { try reader.resolvedService().verify(token.rawValue) }
+        let verified = try reader.mapped { try reader.resolvedService().verify(token.rawValue) }
         self.reader = reader
         self.token = token
+        self.verified = Mutex(verified)
         self.id = UUID().uuidString.lowercased()
     }
 
@@ -37,6 +41,7 @@ public final class PaymentCardReaderSession: Sendable {
         let service = try reader.resolvedService()
         reader.emit(.updateProgress(1))
         let merchant = try reader.mapped { try service.linkedMerchant(token.rawValue) }
+        verified.withLock { $0 = merchant }
         reader.storeAndForward.recordOnlinePrepare(merchant)
         reader.emit(.updateProgress(50))
         let timeout = reader.options.prepareTimeout
@@ -99,8 +104,10 @@ public final class PaymentCardReaderSession: Sendable {
     private func read(_ order: PaymentOrder) async throws -> PaymentCardReadResult {
         let service = try reader.resolvedService()
         // Token and link first (a token may have expired since prepare()), then the prepare() rule, as Apple orders
-        // them; the service checks both again inside the read.
-        _ = try reader.mapped { try service.linkedMerchant(token.rawValue) }
+        // them. The token was verified when the session began; here only its time window is checked (a token
+        // outside it is verified again, which names the reason), then the link.
+        let earlier = verified.withLock { $0 }
+        let merchant = try reader.mapped { try service.linkedMerchant(token.rawValue, verifiedEarlier: earlier) }
         guard prepared.withLock({ $0 }) else {
             throw ReadError.notReady("the session is not prepared: call prepare() before reading")
         }
@@ -109,7 +116,7 @@ public final class PaymentCardReaderSession: Sendable {
         do {
             read = try await service.read(
                 order,
-                token: token.rawValue,
+                merchant: merchant,
                 slot: reader.readSlot,
                 owner: ObjectIdentifier(self),
                 options: PaymentReadOptions(

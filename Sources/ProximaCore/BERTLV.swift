@@ -84,22 +84,21 @@ public struct TLVTag: RawRepresentable, Hashable, Comparable, Sendable, CustomSt
     ///
     /// EMV tags such as `9F02` put values below `1F` in the second byte, which ISO/IEC 7816-4 discourages; they
     /// are accepted.
+    ///
+    /// Arithmetic only, no array: every tag literal (`0x9F66`) runs it, many times per payment read.
     static func isWellFormed(_ value: UInt32) -> Bool {
-        let count: Int
-        switch value {
-        case 0: return false
-        case 1...0xFF: count = 1
-        case 0x100...0xFFFF: count = 2
-        case 0x1_0000...0xFF_FFFF: count = 3
-        default: count = 4
-        }
-        let bytes = (0..<count).map { UInt8(truncatingIfNeeded: value >> UInt32(8 * (count - 1 - $0))) }
-        guard bytes[0] != 0xFF else { return false }
-        let multiByte = bytes[0] & 0x1F == 0x1F
+        guard value != 0 else { return false }
+        let count = (32 - value.leadingZeroBitCount + 7) / 8
+        func byte(_ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: value >> UInt32(8 * (count - 1 - index))) }
+        let first = byte(0)
+        guard first != 0xFF else { return false }
+        let multiByte = first & 0x1F == 0x1F
         guard multiByte == (count > 1) else { return false }
-        for index in 1..<count {
-            let continues = bytes[index] & 0x80 != 0
+        var index = 1
+        while index < count {
+            let continues = byte(index) & 0x80 != 0
             guard continues == (index < count - 1) else { return false }
+            index += 1
         }
         return true
     }

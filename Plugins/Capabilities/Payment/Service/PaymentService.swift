@@ -91,7 +91,22 @@ package struct PaymentService: Sendable {
     /// The token verified and its merchant linked here: what every read checks first.
     /// - Throws: token errors, `accountNotLinked`, `accountLinkingCheckFailed`.
     package func linkedMerchant(_ token: String) throws(PaymentServiceError) -> VerifiedReaderToken {
-        let verified = try verify(token)
+        try linked(try verify(token))
+    }
+
+    /// ``linkedMerchant(_:)`` for a token a session verified earlier (`verified` is what ``verify(_:)`` returned
+    /// for `token` with this service): inside the token's validity window (``VerifiedReaderToken/isCurrent(at:)``)
+    /// its signature and claims are not checked again; outside it the token goes through the full verification,
+    /// which throws the reason (`tokenExpired`, `invalidToken`). The link is checked either way.
+    /// - Throws: As ``linkedMerchant(_:)``.
+    package func linkedMerchant(_ token: String, verifiedEarlier verified: VerifiedReaderToken)
+        throws(PaymentServiceError) -> VerifiedReaderToken
+    {
+        try linked(verified.isCurrent(at: now()) ? verified : try verify(token))
+    }
+
+    /// `verified` when its merchant is linked here.
+    private func linked(_ verified: VerifiedReaderToken) throws(PaymentServiceError) -> VerifiedReaderToken {
         let link = try linkStore.read()
         guard let link, link.covers(verified, readerIdentifier: settings.readerIdentifier) else {
             throw PaymentServiceError(
@@ -183,6 +198,29 @@ package struct PaymentService: Sendable {
             onEvent: onEvent,
             before: prelude
         )
+    }
+
+    /// Reads a card like ``read(_:token:slot:owner:options:onEvent:)`` for a merchant whose token and link were
+    /// checked just before (``linkedMerchant(_:verifiedEarlier:)``): what a prepared session does on every read.
+    package func read(
+        _ order: PaymentOrder,
+        merchant: VerifiedReaderToken,
+        slot: PaymentReadSlot,
+        owner: ObjectIdentifier,
+        options: PaymentReadOptions,
+        onEvent: @escaping @Sendable (PaymentReadEvent) -> Void
+    ) async throws -> SealedPaymentRead {
+        let (_, read) = try await read(
+            order,
+            merchant: merchant,
+            slot: slot,
+            owner: owner,
+            options: options,
+            onEvent: onEvent,
+            before: { _, _ in ((), proceed: true) }
+        )
+        guard let read else { throw PaymentServiceError(.readCancelled, "the read ended without a payment") }
+        return read
     }
 
     /// Reads a card like ``read(_:token:slot:owner:options:onEvent:before:)`` for a merchant whose token was

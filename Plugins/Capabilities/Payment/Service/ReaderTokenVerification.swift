@@ -13,6 +13,17 @@ package struct VerifiedReaderToken: Hashable, Sendable {
     package var expiresAt: Date?
     /// The later of `nbf` and `iat`: before it (less the clock skew) the token is not valid yet.
     package var validFrom: Date? = nil
+
+    /// Whether `now` is inside the token's validity window, with ``ReaderTokenVerifier/clockSkew`` either side: the
+    /// window ``ReaderTokenVerifier/verify(_:)`` checked, so a token verified once needs no second verification
+    /// while it holds.
+    package func isCurrent(at now: Date) -> Bool {
+        let skew = TimeInterval(ReaderTokenVerifier.clockSkew.components.seconds)
+        let current = now.timeIntervalSince1970
+        guard let expiresAt, current < expiresAt.timeIntervalSince1970 + skew else { return false }
+        if let validFrom, current < validFrom.timeIntervalSince1970 - skew { return false }
+        return true
+    }
 }
 
 extension PaymentSettings {
