@@ -231,14 +231,13 @@ print(
 )
 // What a read seals: envelope v2, HPKE auth mode with the reader key (RFC 9180 §5.1.3), whose KEM adds a second
 // ECDH, DH(skS, pkR), between the reader key and the processor key; its floor is one key generation and two ECDH.
+// A read prepares the two keys once per service (HPKE.AuthenticatedSenderKeys keeps DH(skS, pkR)), so what it pays
+// per envelope is one key generation and one ECDH: the floor of the plain seal above.
 let readerKey = try P256.PrivateKey()
+let envelopeKeys = try HPKE.AuthenticatedSenderKeys(recipientKey: processorKey, senderKey: readerKey)
 let authStart = cpuNow()
 for _ in 0..<reads {
-    var sender = try HPKE.Sender(
-        recipientKey: processorKey,
-        info: CardDataEnvelope.authenticatedInfo,
-        senderKey: readerKey
-    )
+    var sender = try HPKE.Sender(keys: envelopeKeys, info: CardDataEnvelope.authenticatedInfo)
     _ = try sender.seal(
         plaintext,
         aad: CardDataEnvelope.authenticatedHeader(
@@ -254,11 +253,12 @@ for _ in 0..<reads { _ = try readerKey.sharedSecret(with: processorKey) }
 let staticDH = microseconds((cpuNow() - staticStart) / reads)
 print(
     String(
-        format: "HPKE auth-mode seal (envelope v2, what a read does): %.1f µs CPU; its floor, key generation + 2 ECDH:"
-            + " %.1f µs; seal / floor = %.2f; of it DH(reader key, processor key), the same for every envelope: %.1f µs",
+        format: "HPKE auth-mode seal (envelope v2, what a read does, keys prepared once): %.1f µs CPU; its floor,"
+            + " key generation + ECDH: %.1f µs; seal / floor = %.2f; DH(reader key, processor key), computed once"
+            + " per service instead of per envelope: %.1f µs",
         authSeal,
-        floor + staticDH,
-        authSeal / (floor + staticDH),
+        floor,
+        authSeal / floor,
         staticDH
     )
 )

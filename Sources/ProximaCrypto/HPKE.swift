@@ -163,16 +163,33 @@ extension HPKE {
 // MARK: - Auth mode (RFC 9180 §4.1 AuthEncap / AuthDecap, §5.1.3)
 
 extension HPKE {
+    /// One sender key and one recipient key of auth mode, prepared once: `DH(skS, pkR)`, the half of AuthEncap's
+    /// `dh` that is the same for every message between the two (RFC 9180 §4.1), is computed here. A reader seals every
+    /// card data envelope with one reader key to one processor key, so each seal then costs one key generation and
+    /// one ECDH instead of two. The value holds that secret as long as it lives, as the sender key itself is held.
+    public struct AuthenticatedSenderKeys: Sendable {
+        public let recipientKey: P256.PublicKey
+        public let senderPublicKey: P256.PublicKey
+        /// `DH(skS, pkR)`.
+        let staticSharedSecret: [UInt8]
+
+        /// - Throws: `CryptoError` if OpenSSL fails.
+        public init(recipientKey: P256.PublicKey, senderKey: P256.PrivateKey) throws {
+            self.recipientKey = recipientKey
+            self.senderPublicKey = senderKey.publicKey
+            self.staticSharedSecret = try senderKey.sharedSecret(with: recipientKey)
+        }
+    }
+
     /// DHKEM `AuthEncap(pkR, skS)` (RFC 9180 §4.1) with a given ephemeral key: `dh = DH(skE, pkR) ‖ DH(skS, pkR)`,
     /// `kem_context = enc ‖ pkRm ‖ pkSm`.
     static func authEncapsulate(
-        to recipientKey: P256.PublicKey,
-        senderKey: P256.PrivateKey,
+        _ keys: AuthenticatedSenderKeys,
         ephemeralKey: P256.PrivateKey
     ) throws -> (sharedSecret: [UInt8], enc: [UInt8]) {
-        let dh = try ephemeralKey.sharedSecret(with: recipientKey) + senderKey.sharedSecret(with: recipientKey)
+        let dh = try ephemeralKey.sharedSecret(with: keys.recipientKey) + keys.staticSharedSecret
         let enc = ephemeralKey.publicKey.x963Representation
-        let kemContext = enc + recipientKey.x963Representation + senderKey.publicKey.x963Representation
+        let kemContext = enc + keys.recipientKey.x963Representation + keys.senderPublicKey.x963Representation
         return (try extractAndExpand(dh: dh, kemContext: kemContext), enc)
     }
 
@@ -336,11 +353,15 @@ extension HPKE {
         /// fresh ephemeral key.
         public init(recipientKey: P256.PublicKey, info: [UInt8], senderKey: P256.PrivateKey) throws {
             try self.init(
-                recipientKey: recipientKey,
-                info: info,
-                senderKey: senderKey,
-                ephemeralKey: try P256.PrivateKey()
+                keys: try AuthenticatedSenderKeys(recipientKey: recipientKey, senderKey: senderKey),
+                info: info
             )
+        }
+
+        /// An auth-mode context from keys prepared once (``HPKE/AuthenticatedSenderKeys``), with a fresh ephemeral
+        /// key: one key generation and one ECDH.
+        public init(keys: AuthenticatedSenderKeys, info: [UInt8]) throws {
+            try self.init(keys: keys, info: info, ephemeralKey: try P256.PrivateKey())
         }
 
         /// An auth-mode context with a chosen ephemeral key, for known-answer tests and worked examples only.
@@ -351,11 +372,15 @@ extension HPKE {
             senderKey: P256.PrivateKey,
             ephemeralKey: P256.PrivateKey
         ) throws {
-            let (sharedSecret, enc) = try HPKE.authEncapsulate(
-                to: recipientKey,
-                senderKey: senderKey,
+            try self.init(
+                keys: try AuthenticatedSenderKeys(recipientKey: recipientKey, senderKey: senderKey),
+                info: info,
                 ephemeralKey: ephemeralKey
             )
+        }
+
+        private init(keys: AuthenticatedSenderKeys, info: [UInt8], ephemeralKey: P256.PrivateKey) throws {
+            let (sharedSecret, enc) = try HPKE.authEncapsulate(keys, ephemeralKey: ephemeralKey)
             let schedule = try KeySchedule(sharedSecret: sharedSecret, info: info, mode: HPKE.modeAuth)
             self.encapsulatedKey = enc
             self.sharedSecret = sharedSecret

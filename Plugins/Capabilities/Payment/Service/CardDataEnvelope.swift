@@ -228,8 +228,14 @@ package enum CardDataEnvelope {
         to publicKey: P256.PublicKey,
         readerKey: P256.PrivateKey
     ) throws -> [UInt8] {
-        var sender = try HPKE.Sender(recipientKey: publicKey, info: authenticatedInfo, senderKey: readerKey)
-        return try seal(contents, sender: &sender, readerPublicKey: readerKey.publicKey)
+        try seal(contents, keys: try HPKE.AuthenticatedSenderKeys(recipientKey: publicKey, senderKey: readerKey))
+    }
+
+    /// Seals `contents` as version 2 with the reader and processor keys prepared once (what a reader does for every
+    /// read: ``HPKE/AuthenticatedSenderKeys`` keeps `DH(reader key, processor key)`).
+    package static func seal(_ contents: Contents, keys: HPKE.AuthenticatedSenderKeys) throws -> [UInt8] {
+        var sender = try HPKE.Sender(keys: keys, info: authenticatedInfo)
+        return try seal(contents, sender: &sender, readerPublicKey: keys.senderPublicKey)
     }
 
     /// Seals `contents` as version 2 with a given context (worked examples and known-answer tests fix the

@@ -16,6 +16,8 @@ package struct PaymentService: Sendable {
     package let settings: PaymentSettings
     /// The reader's key, the sender key of every card data envelope (``ReaderKeyStore``).
     package let readerKey: P256.PrivateKey
+    /// The reader key with the processor key, prepared once for every envelope this service seals.
+    let envelopeKeys: HPKE.AuthenticatedSenderKeys
     /// The wall clock of card data (`readAt`, `expiresAt`), token validity and the transaction date.
     package let now: @Sendable () -> Date
     /// Where `9F37` comes from; the OS CSPRNG unless a test injects one.
@@ -41,8 +43,21 @@ package struct PaymentService: Sendable {
         self.lane = chosen
         let settings = try PaymentSettings(manifest: kernel.manifest)
         self.settings = settings
-        self.readerKey = try ReaderKeyStore(settings: settings, dataDirectory: kernel.manifest.dataDirectory)
+        let readerKey = try ReaderKeyStore(settings: settings, dataDirectory: kernel.manifest.dataDirectory)
             .loadOrCreate()
+        self.readerKey = readerKey
+        do {
+            self.envelopeKeys = try HPKE.AuthenticatedSenderKeys(
+                recipientKey: settings.processorPublicKey,
+                senderKey: readerKey
+            )
+        } catch {
+            throw PaymentServiceError(
+                .sealingFailed,
+                "preparing the reader key with the processor key failed: \(error)",
+                underlying: error
+            )
+        }
         self.now = now
     }
 
@@ -257,7 +272,7 @@ package struct PaymentService: Sendable {
         if let lifetime = options.cardDataLifetime { sealingSettings.cardDataTTL = lifetime }
         let sealing = Sealing(
             settings: sealingSettings,
-            readerKey: readerKey,
+            envelopeKeys: envelopeKeys,
             order: order,
             currency: currency,
             minorUnits: minorUnits,

@@ -13,7 +13,8 @@ enum TapEnding: Sendable {
 /// (version 2: HPKE auth mode from the reader key to the processor key, `Docs/card-data-envelope.md`) and the masked card.
 struct Sealing: Sendable {
     let settings: PaymentSettings
-    let readerKey: P256.PrivateKey
+    /// The reader key and the processor key, `DH` between them computed once per service.
+    let envelopeKeys: HPKE.AuthenticatedSenderKeys
     let order: PaymentOrder
     let currency: ISO4217Currency
     let minorUnits: Int64
@@ -49,7 +50,7 @@ struct Sealing: Sendable {
             )
             do {
                 envelope = Base64.encode(
-                    try CardDataEnvelope.seal(contents, to: settings.processorPublicKey, readerKey: readerKey)
+                    try CardDataEnvelope.seal(contents, keys: envelopeKeys)
                 )
             } catch {
                 throw PaymentServiceError(
