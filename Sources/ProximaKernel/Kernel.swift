@@ -395,30 +395,22 @@ public final class Kernel: Sendable {
             self.events.publish(KernelEvent(.readyForTap, lane: lane, reader: reader, time: self.clock.now))
             options.onReadyForTap?(reader)
             do {
-                // The whole tap on the reader's own thread when the transport offers one (PC/SC): connecting, the
-                // capability's transmits and closing do not hop between it and the cooperative pool.
-                let tapExecutor = transport.preferredTaskExecutor(for: reader)
-                return try await withTaskExecutorPreference(tapExecutor) {
-                    let channel = try await transport.connect(to: reader, options: options.connect)
-                    self.events.publish(KernelEvent(.cardDetected, lane: lane, reader: reader, time: self.clock.now))
-                    let result: T
-                    do {
-                        let bodyExecutor = channel.preferredTaskExecutor
-                        if let bodyExecutor, bodyExecutor !== tapExecutor {
-                            result = try await withTaskExecutorPreference(bodyExecutor) {
-                                try await body(channel, context)
-                            }
-                        } else {
-                            result = try await body(channel, context)
-                        }
-                    } catch {
-                        await channel.close()
-                        throw error
+                let channel = try await transport.connect(to: reader, options: options.connect)
+                self.events.publish(KernelEvent(.cardDetected, lane: lane, reader: reader, time: self.clock.now))
+                let result: T
+                do {
+                    // On the reader's own thread when the transport offers one (PC/SC), so the capability's
+                    // transmits do not hop between it and the cooperative pool.
+                    result = try await withTaskExecutorPreference(channel.preferredTaskExecutor) {
+                        try await body(channel, context)
                     }
+                } catch {
                     await channel.close()
-                    self.events.publish(KernelEvent(.readCompleted, lane: lane, reader: reader, time: self.clock.now))
-                    return result
+                    throw error
                 }
+                await channel.close()
+                self.events.publish(KernelEvent(.readCompleted, lane: lane, reader: reader, time: self.clock.now))
+                return result
             } catch {
                 let failure = Kernel.normalize(error, reader: reader, lane: lane)
                 let (code, reason) =
