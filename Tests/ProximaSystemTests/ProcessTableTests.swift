@@ -28,7 +28,13 @@ import Glibc
             child.waitUntilExit()
         }
         #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("ready"))
-        let holders = ProcessTable.holders(of: path)
+        // "ready" is printed by the shell before it execs sleep, so the name can still be "sh" for a moment:
+        // wait (bounded) for the exec, the descriptor is held throughout.
+        var holders = ProcessTable.holders(of: path)
+        for _ in 0..<500 where holders.first?.name != "sleep" {
+            usleep(10_000)
+            holders = ProcessTable.holders(of: path)
+        }
         #expect(holders == [ProcessTable.Holder(pid: child.processIdentifier, name: "sleep")])
         #expect(holders.first?.description == "sleep (pid \(child.processIdentifier))")
     }
