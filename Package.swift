@@ -337,7 +337,7 @@ let package = Package(
         // Helpers shared by test targets: package files, hex, waits with deadlines, the Python peer runner, live pcscd.
         .target(
             name: "ProximaTestSupport",
-            dependencies: ["ProximaCore"],
+            dependencies: ["ProximaCore", "CProcessSpawn"],
             path: "Tests/Support",
             swiftSettings: strict
         ),

@@ -6,7 +6,7 @@ mode=${1:-build}
 
 debs=(pkg-config time libssl-dev libpcsclite-dev libnfc-dev libusb-dev libusb-1.0-0-dev libumockdev-dev libsqlite3-dev zlib1g-dev)
 if [ "$mode" = test ]; then
-    debs+=(pcscd vsmartcard-vpcd libnfc-bin umockdev python3 python3-pip gcc openssl)
+    debs+=(pcscd vsmartcard-vpcd libnfc-bin umockdev python3 python3-pip gcc openssl gdb)
 fi
 
 missing=()

@@ -64,9 +64,15 @@ final class AsyncSignal: Sendable {
     }
 }
 
-/// The continuation of one request waiting in the reader pool, shared by the pool (which grants or fails it) and
-/// the request's cancellation handler (which fails it at once, from whatever thread cancels the task, without a
-/// hop to the pool). The pool removes a cancelled request from its books when the request's own task resumes on it.
+/// The continuation of one request waiting in the reader pool, shared by the pool (which answers it: a grant, an
+/// expiry, shutdown) and the request's cancellation handler (which fails it at once, from whatever thread cancels
+/// the task, without a hop to the pool). The pool removes a cancelled request from its books when the request's own
+/// task resumes on it.
+///
+/// An answer that comes before the waiting task has stored its continuation is kept and delivered by ``store(_:)``:
+/// the pool books a request and stores its continuation in one actor job, so that should not happen, but the price
+/// of assuming it would be a request that never returns, so it is handled and counted
+/// (``answersBeforeStore``) rather than assumed away.
 ///
 /// Invariant: `state` is only touched under its `Mutex`; the continuation is resumed exactly once, after the lock
 /// is dropped.
@@ -77,39 +83,63 @@ final class WaiterContinuation<Value: Sendable>: Sendable {
         case waiting(CheckedContinuation<Value, any Error>)
         /// Cancelled before the continuation was stored.
         case cancelled
-        /// Resumed (or handed to the pool to resume).
+        /// Answered before the continuation was stored; ``store(_:)`` delivers it.
+        case answered(Result<Value, any Error>)
+        /// Resumed.
         case done
     }
 
     private let state = Mutex(State.pending)
 
+    /// How many answers, process-wide, came before their request's continuation was stored (see the type's notes).
+    static var answersBeforeStore: Int { answeredEarly.load(ordering: .relaxed) }
+
     init() {}
 
-    /// Stores the continuation of the waiting task; if the task was cancelled first, resumes it at once with
-    /// `CancellationError`.
+    /// Stores the continuation of the waiting task and resumes it at once if the request was cancelled
+    /// (`CancellationError`) or answered meanwhile.
     func store(_ continuation: CheckedContinuation<Value, any Error>) {
-        let cancelled = state.withLock { state -> Bool in
-            if case .cancelled = state {
+        let ready = state.withLock { state -> Result<Value, any Error>? in
+            switch state {
+            case .cancelled:
                 state = .done
-                return true
+                return .failure(CancellationError())
+            case .answered(let result):
+                state = .done
+                return result
+            case .pending, .waiting, .done:
+                state = .waiting(continuation)
+                return nil
             }
-            state = .waiting(continuation)
-            return false
         }
-        if cancelled { continuation.resume(throwing: CancellationError()) }
+        if let ready { continuation.resume(with: ready) }
     }
 
-    /// Takes the continuation so the pool can resume it; `nil` when the task was cancelled meanwhile (it resumes,
-    /// or has resumed, with `CancellationError`).
-    func take() -> CheckedContinuation<Value, any Error>? {
-        state.withLock { state in
-            guard case .waiting(let continuation) = state else { return nil }
-            state = .done
-            return continuation
+    /// Answers the request with what `outcome` makes, unless it was cancelled or answered already; `outcome` runs
+    /// only when the answer is taken (a grant is made only for a request that will receive it).
+    /// - Returns: whether the request took this answer.
+    @discardableResult
+    func answer(_ outcome: () -> Result<Value, any Error>) -> Bool {
+        let (taken, resume) = state.withLock {
+            state -> (Bool, (CheckedContinuation<Value, any Error>, Result<Value, any Error>)?) in
+            switch state {
+            case .waiting(let continuation):
+                state = .done
+                return (true, (continuation, outcome()))
+            case .pending:
+                state = .answered(outcome())
+                answeredEarly.add(1, ordering: .relaxed)
+                return (true, nil)
+            case .cancelled, .answered, .done:
+                return (false, nil)
+            }
         }
+        if let (continuation, result) = resume { continuation.resume(with: result) }
+        return taken
     }
 
-    /// Resumes the waiting task with `CancellationError` (called from its cancellation handler).
+    /// Resumes the waiting task with `CancellationError` (called from its cancellation handler); an answer given
+    /// already stands.
     func cancel() {
         let continuation = state.withLock { state -> CheckedContinuation<Value, any Error>? in
             switch state {
@@ -119,10 +149,12 @@ final class WaiterContinuation<Value: Sendable>: Sendable {
             case .waiting(let continuation):
                 state = .done
                 return continuation
-            case .cancelled, .done:
+            case .cancelled, .answered, .done:
                 return nil
             }
         }
         continuation?.resume(throwing: CancellationError())
     }
 }
+
+private let answeredEarly = Atomic<Int>(0)

@@ -303,6 +303,11 @@ public final class Kernel: Sendable {
                 needsExtendedLength: needsExtendedLength
             )
         }
+        // Answered at once when a reader serves the lane already: a zero or short timeout must not race that.
+        if await pool.isServable(lane: lane, pinnedReader: pinnedReader, needsExtendedLength: needsExtendedLength) {
+            return true
+        }
+        guard timeout > .zero else { return false }
         let deadline = clock.now + timeout
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {

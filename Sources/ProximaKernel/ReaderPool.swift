@@ -247,8 +247,8 @@ public actor ReaderPool {
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (stored: CheckedContinuation<Lease, any Error>) in
-                    // Same actor job as `enqueue`: nothing can have granted or removed the waiter yet; a
-                    // cancellation that came first makes `store` resume at once.
+                    // Same actor job as `enqueue`, so nothing should have answered the waiter yet; a cancellation
+                    // or an answer that came first makes `store` resume at once (WaiterContinuation).
                     continuation.store(stored)
                 }
             } onCancel: {
@@ -315,20 +315,22 @@ public actor ReaderPool {
         guard !isShutDown else { return }
         isShutDown = true
         timerWakeup.set()
-        for waiter in servableWaiters.values { waiter.continuation.take()?.resume(returning: false) }
+        for waiter in servableWaiters.values { waiter.continuation.answer { .success(false) } }
         servableWaiters.removeAll()
         let now = clock.now
         for index in waiters.indices where waiters[index].sequence != 0 {
             let ref = WaiterRef(index: index, sequence: waiters[index].sequence)
             let slot = removeWaiter(ref)
-            slot.continuation?.take()?.resume(
-                throwing: ProximaError(
-                    .shuttingDown,
-                    "the reader pool shut down after the request waited \(now - slot.arrival) for lane "
-                        + "\(lanes[slot.lane].id)",
-                    lane: lanes[slot.lane].id
+            slot.continuation?.answer {
+                .failure(
+                    ProximaError(
+                        .shuttingDown,
+                        "the reader pool shut down after the request waited \(now - slot.arrival) for lane "
+                            + "\(lanes[slot.lane].id)",
+                        lane: lanes[slot.lane].id
+                    )
                 )
-            )
+            }
         }
         deadlines.removeAll()
         for index in lanes.indices {
@@ -405,9 +407,21 @@ public actor ReaderPool {
     /// - Returns: `true` once such a reader exists (at once if one does); `false` for a lane not configured, when
     ///   the pool shuts down, or when the task is cancelled.
     package func waitUntilServable(lane: LaneID, pinnedReader: ReaderID?, needsExtendedLength: Bool) async -> Bool {
+        if isServable(lane: lane, pinnedReader: pinnedReader, needsExtendedLength: needsExtendedLength) { return true }
         guard !isShutDown, let lane = laneIndex[lane] else { return false }
         let pinned = pinnedReader.map { slot(for: $0) } ?? -1
-        if hasHealthyReader(lane: lane, pinned: pinned, needsExtended: needsExtendedLength) { return true }
+        return await waitUntilServable(lane: lane, pinned: pinned, needsExtendedLength: needsExtendedLength)
+    }
+
+    /// Whether a present, healthy reader that could serve such a request exists now (the rule of
+    /// ``waitUntilServable(lane:pinnedReader:needsExtendedLength:)``, without waiting).
+    package func isServable(lane: LaneID, pinnedReader: ReaderID?, needsExtendedLength: Bool) -> Bool {
+        guard !isShutDown, let lane = laneIndex[lane] else { return false }
+        let pinned = pinnedReader.map { slot(for: $0) } ?? -1
+        return hasHealthyReader(lane: lane, pinned: pinned, needsExtended: needsExtendedLength)
+    }
+
+    private func waitUntilServable(lane: Int, pinned: Int, needsExtendedLength: Bool) async -> Bool {
         guard !Task.isCancelled else { return false }
         nextServableID += 1
         let id = nextServableID
@@ -443,7 +457,7 @@ public actor ReaderPool {
                     || (isShared && lanes[waiter.lane].configuration.overflowToShared)
             guard serves else { continue }
             servableWaiters[id] = nil
-            waiter.continuation.take()?.resume(returning: true)
+            waiter.continuation.answer { .success(true) }
         }
     }
 
@@ -662,11 +676,12 @@ public actor ReaderPool {
     private func readerFreed(_ reader: Int) {
         while waitingCount > 0, let ref = takeOldestWaiter(for: reader) {
             let waiter = removeWaiter(ref)
-            // `nil`: the request was cancelled and has resumed already; the next one gets the reader.
-            guard let continuation = waiter.continuation?.take() else { continue }
-            let lease = grant(reader: reader, lane: waiter.lane, arrival: waiter.arrival, now: clock.now)
-            continuation.resume(returning: lease)
-            return
+            // Not taken: the request was cancelled and has resumed already; the next one gets the reader.
+            let granted =
+                waiter.continuation?.answer {
+                    .success(grant(reader: reader, lane: waiter.lane, arrival: waiter.arrival, now: clock.now))
+                } ?? false
+            if granted { return }
         }
     }
 
@@ -853,7 +868,7 @@ public actor ReaderPool {
             deadlines.popMin()
             guard isLive(top.ref) else { continue }
             let slot = removeWaiter(top.ref)
-            slot.continuation?.take()?.resume(throwing: expiryError(slot, now: now))
+            slot.continuation?.answer { .failure(expiryError(slot, now: now)) }
         }
     }
 

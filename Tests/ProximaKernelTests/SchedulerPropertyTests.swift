@@ -1,4 +1,5 @@
 import ProximaCore
+import ProximaTestSupport
 import Synchronization
 import Testing
 
@@ -36,6 +37,15 @@ final class OutcomeBoard: Sendable {
     var resolvedCount: Int { state.withLock { $0.outcomes.count } }
     var duplicates: [Int] { state.withLock { $0.duplicates } }
     func outcome(_ request: Int) -> RequestOutcome? { state.withLock { $0.outcomes[request] } }
+}
+
+/// Where a scenario is, readable from another task: a scenario that never finishes (an answer the pool never gives)
+/// is reported with its seed and this, instead of hanging the test run.
+final class ScenarioProgress: Sendable {
+    private let text = Mutex("not started")
+
+    func set(_ description: String) { text.withLock { $0 = description } }
+    var description: String { text.withLock { $0 } }
 }
 
 /// One random scenario on a manual clock: random lanes sharing random readers, random arrivals, releases,
@@ -128,23 +138,39 @@ final class SchedulerScenario {
 
     // MARK: Driving
 
-    private func drive(steps: Int) async {
+    private func drive(steps: Int, progress: ScenarioProgress) async {
         for (index, info) in readerInfos.enumerated() where appeared[index] { await pool.readerAppeared(info) }
         while step < steps && failures.isEmpty {
             step += 1
+            progress.set("step \(step), after \(actions.suffix(8))")
             await randomAction()
             await settleAndCheck()
         }
+        progress.set("draining after \(actions.suffix(8))")
         if failures.isEmpty { await drain() }
     }
 
-    func run(steps: Int) async -> [String] {
+    func run(steps: Int, progress: ScenarioProgress = ScenarioProgress()) async -> [String] {
         await withTaskGroup(of: Void.self) { timer in
             timer.addTask { [pool] in await pool.run() }
-            await drive(steps: steps)
+            await drive(steps: steps, progress: progress)
+            let before = await pool.snapshot()
+            progress.set("shutting the pool down; its timer ending")
             await pool.shutdown()  // ends the timer too
+            progress.set(
+                "after shutdown; before it \(before.waiting.count) waiting: \(before.waiting)"
+            )
         }
-        for task in tasks { await task.value }
+        let state = progress.description
+        for (index, task) in tasks.enumerated() {
+            progress.set(
+                "awaiting the requester of #\(index) after shutdown: \(requests[index]), on the board "
+                    + "\(String(describing: board.outcome(index))); failures \(failures); \(state); "
+                    + "actions \(actions)"
+            )
+            await task.value
+        }
+        progress.set("waiting for the clock's sleepers to leave")
         if !(await settle { self.clock.sleeperCount == 0 }) { fail("the pool left \(clock.sleeperCount) sleepers") }
         if !board.duplicates.isEmpty { fail("requests resolved twice: \(board.duplicates)") }
         return failures
@@ -468,7 +494,16 @@ final class SchedulerScenario {
     func randomScenariosKeepTheSchedulerPromises(batch: Int) async {
         for offset in 0..<600 {
             let seed = UInt64(batch * 600 + offset) &* 0x2545_F491_4F6C_DD1D &+ 1
-            let failures = await SchedulerScenario(seed: seed).run(steps: 50)
+            let progress = ScenarioProgress()
+            let scenario = Task { await SchedulerScenario(seed: seed).run(steps: 50, progress: progress) }
+            // On a manual clock a scenario takes milliseconds; the limit only turns a lost answer into a failure.
+            guard let failures = try? await outcome(of: scenario, "scenario", within: .seconds(120)).get() else {
+                let early = WaiterContinuation<Lease>.answersBeforeStore
+                Issue.record(
+                    "seed \(seed) did not finish within 120 s (answers before store so far: \(early)); it was \(progress.description)"
+                )
+                return
+            }
             #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
             if !failures.isEmpty { return }
         }

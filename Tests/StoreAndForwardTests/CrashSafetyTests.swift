@@ -91,17 +91,21 @@ enum KilledWriter {
         }
         usleep(delay)
         kill(process.processIdentifier, SIGKILL)
+        // Reaped (without Foundation's polling wait), the child has written all it ever will: what is left is in
+        // the pipe. Drain it without blocking rather than wait for end of file, which never comes while another
+        // process (one spawned by a test running beside this one) has inherited the pipe's write end.
+        var status: Int32 = 0
+        while waitpid(process.processIdentifier, &status, 0) < 0 && errno == EINTR {}
+        let descriptor = pipe.fileHandleForReading.fileDescriptor
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         while let line = lines.next() {
             if line.hasPrefix("ack ") { acknowledged.append(String(line.dropFirst(4))) }
         }
-        // End of file on the pipe: the child is gone. Reap it without Foundation's polling wait.
-        var status: Int32 = 0
-        _ = waitpid(process.processIdentifier, &status, 0)
         return acknowledged
     }
 }
 
-/// Lines from a file descriptor, read(2) until end of file.
+/// Lines from a file descriptor, read(2) until end of file (or, on a non-blocking descriptor, until it is empty).
 final class LineReader {
     private let descriptor: Int32
     private var buffer: [UInt8] = []

@@ -1,3 +1,4 @@
+import CProcessSpawn
 import Foundation
 
 /// The pcscd and vpcd readers that `scripts/pcscd-harness.sh` runs for the live tests (`make test` wraps the
@@ -111,7 +112,7 @@ public enum LivePCSCD {
         return fields.count > 1 ? pid_t(fields[1]) : nil
     }
 
-    /// Starts `pcscd -f -c configDirectory` in the background, its output discarded.
+    /// Starts `pcscd -f -c configDirectory` in the background, its output discarded, no other descriptor inherited.
     ///
     /// posix_spawn with default signal handling and an empty signal mask: the test runner blocks SIGTERM, and a
     /// child would inherit that and ignore the harness's SIGTERM.
@@ -130,6 +131,10 @@ public enum LivePCSCD {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Nothing else of this process: pcscd outlives the test that starts it, and an inherited descriptor would
+        // keep another test's pipe open (CrashSafetyTests waited forever for the end of its writer's output while
+        // this pcscd held the pipe's write end).
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         var arguments = ["/usr/sbin/pcscd", "-f", "-c", configDirectory]
         if disablePolkit { arguments.append("--disable-polkit") }
         var argv = arguments.map { strdup($0) } + [nil]
