@@ -108,6 +108,15 @@ public protocol Transport: Sendable {
     /// Waits for a card on `reader` and connects to it.
     /// - Throws: `ProximaError` (`readerVanished`, `readerFaulted`, `cancelled`, …).
     func connect(to reader: ReaderID, options: ConnectOptions) async throws -> any CardChannel
+    /// The executor the kernel runs a whole tap on `reader` on, connect and close included (SE-0417 task executor
+    /// preference): the reader's own thread for a transport whose calls block on one, so that connecting, the
+    /// capability's exchanges and closing do not hop between that thread and the cooperative pool. `nil` (the
+    /// default): where the tap's caller runs.
+    func preferredTaskExecutor(for reader: ReaderID) -> (any TaskExecutor)?
+}
+
+extension Transport {
+    public func preferredTaskExecutor(for reader: ReaderID) -> (any TaskExecutor)? { nil }
 }
 
 /// What a capability needs from a reader and card.

@@ -57,6 +57,8 @@ public final class Kernel: Sendable {
     package let laneDisplays = LaneDisplays()
     /// The scheduler. `package`: reader events and leases go through the kernel, so an app cannot fault a reader.
     package let pool: ReaderPool
+    /// Cancels taps at their ``TapOptions/timeout``; runs inside ``run()``.
+    private let tapTimer: TapTimer
 
     private let transports: [(id: String, transport: any Transport)]
     private let readerTransports = Mutex<[ReaderID: Int]>([:])
@@ -80,6 +82,7 @@ public final class Kernel: Sendable {
         let events = KernelEventBus()
         self.events = events
         self.pool = ReaderPool(lanes: manifest.lanes, clock: clock, events: events)
+        self.tapTimer = TapTimer(clock: clock)
         self.laneIDs = Set(manifest.lanes.map(\.id))
         var built: [(String, any Transport)] = []
         var failed: [PluginFailure] = []
@@ -101,9 +104,9 @@ public final class Kernel: Sendable {
     /// Plugins that failed to build or to run, with their reasons.
     public var pluginFailures: [PluginFailure] { failures.withLock { $0 } }
 
-    /// Runs every transport and the reader pool's deadline timer until ``triggerGracefulShutdown()``, then stops
-    /// the transports in reverse manifest order (each one awaited before the next is asked), fails waiting
-    /// requests with `shuttingDown` and finishes the event streams.
+    /// Runs every transport, the reader pool's deadline timer and the tap deadlines' timer until
+    /// ``triggerGracefulShutdown()``, then stops the transports in reverse manifest order (each one awaited before the
+    /// next is asked), fails waiting requests with `shuttingDown` and finishes the event streams.
     ///
     /// Transports start in manifest order: the next one's task is created once this one's `run()` has begun. Each
     /// runs in its own inner task group with the task that feeds its reader events into the pool, so that it alone
@@ -119,6 +122,7 @@ public final class Kernel: Sendable {
         guard first else { return }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.pool.run() }
+            group.addTask { await self.tapTimer.run() }
             await runTransports()
             // Only now: a tap that was already waiting when its reader's transport stopped fails here.
             await pool.shutdown()
@@ -396,22 +400,30 @@ public final class Kernel: Sendable {
             self.events.publish(KernelEvent(.readyForTap, lane: lane, reader: reader, time: self.clock.now))
             options.onReadyForTap?(reader)
             do {
-                let channel = try await transport.connect(to: reader, options: options.connect)
-                self.events.publish(KernelEvent(.cardDetected, lane: lane, reader: reader, time: self.clock.now))
-                let result: T
-                do {
-                    // On the reader's own thread when the transport offers one (PC/SC), so the capability's
-                    // transmits do not hop between it and the cooperative pool.
-                    result = try await withTaskExecutorPreference(channel.preferredTaskExecutor) {
-                        try await body(channel, context)
+                // The whole tap on the reader's own thread when the transport offers one (PC/SC): connecting, the
+                // capability's transmits and closing do not hop between it and the cooperative pool.
+                let tapExecutor = transport.preferredTaskExecutor(for: reader)
+                return try await withTaskExecutorPreference(tapExecutor) {
+                    let channel = try await transport.connect(to: reader, options: options.connect)
+                    self.events.publish(KernelEvent(.cardDetected, lane: lane, reader: reader, time: self.clock.now))
+                    let result: T
+                    do {
+                        let bodyExecutor = channel.preferredTaskExecutor
+                        if let bodyExecutor, bodyExecutor !== tapExecutor {
+                            result = try await withTaskExecutorPreference(bodyExecutor) {
+                                try await body(channel, context)
+                            }
+                        } else {
+                            result = try await body(channel, context)
+                        }
+                    } catch {
+                        await channel.close()
+                        throw error
                     }
-                } catch {
                     await channel.close()
-                    throw error
+                    self.events.publish(KernelEvent(.readCompleted, lane: lane, reader: reader, time: self.clock.now))
+                    return result
                 }
-                await channel.close()
-                self.events.publish(KernelEvent(.readCompleted, lane: lane, reader: reader, time: self.clock.now))
-                return result
             } catch {
                 let failure = Kernel.normalize(error, reader: reader, lane: lane)
                 let (code, reason) =
@@ -445,29 +457,24 @@ public final class Kernel: Sendable {
         _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         guard let deadline else { return try await operation() }
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await operation() }
-            group.addTask {
-                try await self.clock.sleep(until: deadline)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = await group.nextResult() else {
-                throw ProximaError(.cancelled, "tap cancelled", lane: lane)
-            }
-            if let value = try first.get() { return value }
-            // The deadline came first. The tap sees the cancellation; what it failed with (a capability's error,
-            // a reader's) stays reachable as the cause.
-            group.cancelAll()
-            var cause: (any Error)?
-            if case .failure(let error) = await group.nextResult(), Self.isCause(error) { cause = error }
-            throw ProximaError(
-                .deadlineExceeded,
-                "the tap did not finish before its deadline",
-                lane: lane,
-                underlying: cause
-            )
+        // One child task, which the kernel's tap timer cancels at the deadline (no sleeping child per tap).
+        let timer = tapTimer
+        let ending = await withTaskGroup(of: (result: Result<T, any Error>, expired: Bool).self) { group in
+            group.addTask { await timer.run(until: deadline, operation) }
+            return await group.next()
         }
+        guard let ending else { throw ProximaError(.cancelled, "tap cancelled", lane: lane) }
+        guard ending.expired else { return try ending.result.get() }
+        // The deadline came first. The tap sees the cancellation; what it failed with (a capability's error,
+        // a reader's) stays reachable as the cause.
+        var cause: (any Error)?
+        if case .failure(let error) = ending.result, Self.isCause(error) { cause = error }
+        throw ProximaError(
+            .deadlineExceeded,
+            "the tap did not finish before its deadline",
+            lane: lane,
+            underlying: cause
+        )
     }
 
     /// Whether `error` says more than "the tap was cancelled".

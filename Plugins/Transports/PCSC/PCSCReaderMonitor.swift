@@ -81,6 +81,9 @@ final class PCSCReaderMonitor: Sendable {
 
     func readerID(forReaderNamed name: String) -> ReaderID { ReaderID(readerIDPrefix + name) }
 
+    /// The PC/SC name of a reader the monitor knows (present or not), `nil` for another id.
+    func readerName(of reader: ReaderID) -> String? { state.withLock { $0.readers[reader]?.name } }
+
     // MARK: Sessions
 
     /// Runs one session on the monitor queue until it is stopped (the calling task is cancelled) or lost.

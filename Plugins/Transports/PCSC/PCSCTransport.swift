@@ -118,6 +118,12 @@ public final class PCSCTransport: Transport {
         try await openChannel(to: reader, options: options)
     }
 
+    /// The reader's executor as a task executor (``PCSCCardChannel/preferredTaskExecutor``): the kernel runs the
+    /// whole tap there, so `SCardConnect` and the close are blocks on the queue the tap already runs on.
+    public func preferredTaskExecutor(for reader: ReaderID) -> (any TaskExecutor)? {
+        monitor.readerName(of: reader).map { readers.reader(named: $0).executor.taskExecutor }
+    }
+
     /// ``connect(to:options:)`` with the concrete channel type.
     ///
     /// - Throws: `ProximaError` `readerVanished` (unknown reader, or it left while waiting), `cancelled`,

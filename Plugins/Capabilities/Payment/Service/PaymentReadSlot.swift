@@ -1,4 +1,5 @@
 package import ProximaCore
+package import ProximaKernel
 internal import Synchronization
 
 /// One read at a time, and a way to cancel it from another task (Apple's `cancelRead()`): one slot per reader
@@ -8,8 +9,7 @@ internal import Synchronization
 package final class PaymentReadSlot: Sendable {
     private struct Active: Sendable {
         var owner: ObjectIdentifier
-        var cancel: AsyncStream<Void>.Continuation
-        var cancelRequested = false
+        var canceller: TaskCanceller
     }
 
     private let active = Mutex<Active?>(nil)
@@ -19,21 +19,20 @@ package final class PaymentReadSlot: Sendable {
     /// Asks the read of `owner` to stop; `false` when `owner` has no read in progress.
     @discardableResult
     package func cancel(owner: ObjectIdentifier) -> Bool {
-        let signal = active.withLock { active -> AsyncStream<Void>.Continuation? in
+        let canceller = active.withLock { active -> TaskCanceller? in
             guard active?.owner == owner else { return nil }
-            active?.cancelRequested = true
-            return active?.cancel
+            return active?.canceller
         }
-        signal?.yield()
-        return signal != nil
+        canceller?.cancel()
+        return canceller != nil
     }
 
-    /// Takes the slot for `owner`, or throws `readerBusy`.
-    package func begin(owner: ObjectIdentifier, lane: LaneID) throws(PaymentServiceError) -> AsyncStream<Void> {
-        let (signal, continuation) = AsyncStream.makeStream(of: Void.self)
+    /// Takes the slot for `owner`, or throws `readerBusy`; what it returns goes to ``cancellable(_:lane:_:)``.
+    package func begin(owner: ObjectIdentifier, lane: LaneID) throws(PaymentServiceError) -> TaskCanceller {
+        let canceller = TaskCanceller()
         let busy = active.withLock { active -> Bool in
             guard active == nil else { return true }
-            active = Active(owner: owner, cancel: continuation)
+            active = Active(owner: owner, canceller: canceller)
             return false
         }
         guard !busy else {
@@ -42,54 +41,35 @@ package final class PaymentReadSlot: Sendable {
                 "another read is in progress on this reader (lane \(lane)); one read at a time"
             )
         }
-        return signal
+        return canceller
     }
 
     package func end() {
-        let continuation = active.withLock { active -> AsyncStream<Void>.Continuation? in
-            defer { active = nil }
-            return active?.cancel
-        }
-        continuation?.finish()
+        active.withLock { $0 = nil }
     }
-
-    private var cancelRequested: Bool { active.withLock { $0?.cancelRequested ?? false } }
 
     /// Runs `operation` until it ends or ``cancel(owner:)`` is called, whichever comes first. A read that ended
     /// before the cancellation keeps its result; one cancelled throws `readCancelled` with the kernel's error as
     /// its cause.
+    ///
+    /// `operation` runs in a child task that ``cancel(owner:)`` cancels directly (``TaskCanceller``), so a read
+    /// costs one child task and no second one waiting for the cancellation.
     package func cancellable<T: Sendable>(
-        _ signal: AsyncStream<Void>,
+        _ canceller: TaskCanceller,
         lane: LaneID,
         _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        let result: Result<T, any Error> = await withTaskGroup(of: SlotEnding<T>?.self) { group in
-            group.addTask {
-                for await _ in signal { return .cancelRequested }
-                return nil
-            }
+        let result = await withTaskGroup(of: Result<T, any Error>.self) { group in
             group.addTask {
                 do {
-                    return .finished(.success(try await operation()))
+                    return .success(try await canceller.run(operation))
                 } catch {
-                    return .finished(.failure(error))
+                    return .failure(error)
                 }
             }
-            var result: Result<T, any Error> = .failure(CancellationError())
-            while let ending = await group.next() {
-                switch ending {
-                case .finished(let finished)?:
-                    result = finished
-                    group.cancelAll()
-                case .cancelRequested?:
-                    group.cancelAll()
-                case nil:
-                    continue
-                }
-            }
-            return result
+            return await group.next() ?? .failure(CancellationError())
         }
-        if case .failure(let error) = result, cancelRequested, Self.isCancellation(error) {
+        if case .failure(let error) = result, canceller.isCancelled, Self.isCancellation(error) {
             throw PaymentServiceError(.readCancelled, "cancelRead() ended the read [lane \(lane)]", underlying: error)
         }
         return try result.get()
@@ -98,10 +78,4 @@ package final class PaymentReadSlot: Sendable {
     private static func isCancellation(_ error: any Error) -> Bool {
         error is CancellationError || (error as? ProximaError)?.code == .cancelled
     }
-}
-
-/// How a cancellable read's race ended.
-private enum SlotEnding<T: Sendable>: Sendable {
-    case finished(Result<T, any Error>)
-    case cancelRequested
 }
