@@ -13,7 +13,7 @@ extension PaymentCardReaderSession {
     ///   (`notReady`, `cardReadFailed` for a malformed answer or a cryptogram refused — unknown key, altered,
     ///   older than `maxCryptogramAgeSeconds` — `timedOut`, `readCancelled`, …).
     public func readVAS(_ request: VASRequest) async throws -> VASReadResult {
-        let (payment, loyalty) = try checkedServices()
+        let (payment, loyalty, _) = try checkedServices()
         let reader = self.reader
         do {
             let outcome = try await loyalty.readVAS(
@@ -70,7 +70,7 @@ extension PaymentCardReaderSession {
         vasRequest: VASRequest,
         stopOnVASResult: Bool
     ) async throws -> (PaymentCardReadResult?, VASReadResult) {
-        let (payment, loyalty) = try checkedServices()
+        let (payment, loyalty, merchant) = try checkedServices()
         let reader = self.reader
         let outcome: VASOutcome
         let read: SealedPaymentRead?
@@ -84,7 +84,7 @@ extension PaymentCardReaderSession {
                     amount: request.amount,
                     currencyCode: request.currencyCode
                 ),
-                token: token.rawValue,
+                merchant: merchant,
                 slot: reader.readSlot,
                 owner: ObjectIdentifier(self),
                 options: readOptions(payment),
@@ -98,15 +98,18 @@ extension PaymentCardReaderSession {
         return (result, VASReadResult(outcome))
     }
 
-    /// The payment and loyalty services after the checks every read makes: token, link, `prepare()`.
-    private func checkedServices() throws -> (PaymentService, LoyaltyService) {
+    /// The payment and loyalty services and the merchant after the checks every read makes: token, link,
+    /// `prepare()`. As for a payment read, the token's signature was verified when the session began; here only its
+    /// time window and the link are checked.
+    private func checkedServices() throws -> (PaymentService, LoyaltyService, VerifiedReaderToken) {
         let payment = try reader.resolvedService()
-        _ = try reader.mapped { try payment.linkedMerchant(token.rawValue) }
+        let earlier = verified.withLock { $0 }
+        let merchant = try reader.mapped { try payment.linkedMerchant(token.rawValue, verifiedEarlier: earlier) }
         guard prepared.withLock({ $0 }) else {
             throw ReadError.notReady("the session is not prepared: call prepare() before reading")
         }
         do {
-            return (payment, try reader.loyalty.resolve(payment))
+            return (payment, try reader.loyalty.resolve(payment), merchant)
         } catch {
             throw PaymentErrorMapping.apiError(error)
         }

@@ -63,7 +63,8 @@ package struct LoyaltyService: Sendable {
     }
 
     /// Loyalty, then payment, in one tap on one lease: the payment service's read with the VAS capability as the
-    /// step before the payment on the same channel. With `stopOnVASResult` the mode is ``VASMode/vasOrPayment``
+    /// step before the payment on the same channel, for `merchant` (the token and link the caller checked, as
+    /// `PaymentService.linkedMerchant(_:verifiedEarlier:)` does for a prepared session). With `stopOnVASResult` the mode is ``VASMode/vasOrPayment``
     /// and a successful pass ends the tap without a payment (`nil`); otherwise ``VASMode/vasAndPayment``.
     ///
     /// - Throws: As ``readVAS(_:slot:owner:options:onReadyForTap:)`` and as `PaymentService.read`. A payment
@@ -73,7 +74,7 @@ package struct LoyaltyService: Sendable {
         stopOnVASResult: Bool,
         payment: PaymentService,
         order: PaymentOrder,
-        token: String,
+        merchant: VerifiedReaderToken,
         slot: PaymentReadSlot,
         owner: ObjectIdentifier,
         options: PaymentReadOptions,
@@ -84,7 +85,7 @@ package struct LoyaltyService: Sendable {
         let capability = self.capability
         return try await payment.read(
             order,
-            token: token,
+            merchant: merchant,
             slot: slot,
             owner: owner,
             options: options,
