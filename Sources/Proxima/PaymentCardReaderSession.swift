@@ -27,7 +27,7 @@ public final class PaymentCardReaderSession: Sendable {
         self.reader = reader
         self.token = token
         self.verified = Mutex(verified)
-        self.id = UUID().uuidString.lowercased()
+        self.id = RandomUUID.lowercasedString()
     }
 
     /// Makes the session ready to read: checks the token again, that its merchant is linked, and waits until a

@@ -16,7 +16,7 @@ public final class StoreAndForwardPaymentCardReaderSession: Sendable {
     public let reader: PaymentCardReader
     /// A session id, for logs and support.
     public var id: String { state.withLock { $0.offline?.id } ?? preparedID }
-    private let preparedID = UUID().uuidString.lowercased()
+    private let preparedID = RandomUUID.lowercasedString()
     private let token: PaymentCardReader.Token?
 
     private struct State: Sendable {

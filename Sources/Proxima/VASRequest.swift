@@ -1,6 +1,7 @@
 import Foundation
 internal import LoyaltyCapability
 internal import PaymentCapability
+internal import ProximaCore
 internal import Synchronization
 
 /// A request to read loyalty passes (Apple's `VASRequest`): the merchants whose Wallet passes to read, alone
@@ -87,7 +88,7 @@ public struct VASReadResult: Hashable, Sendable, Identifiable, CustomStringConve
     public let entries: [ReadEntry]
 
     init(_ outcome: VASOutcome) {
-        id = UUID().uuidString.lowercased()
+        id = RandomUUID.lowercasedString()
         entries = outcome.entries.map(ReadEntry.init)
     }
 

@@ -95,7 +95,7 @@ extension PaymentProcessorSandbox {
             ("aud", .string(container.readerIdentifier)),
             ("iat", .integer(issuedAt)),
             ("exp", .integer(issuedAt + lifetime.components.seconds)),
-            ("jti", .string(UUID().uuidString.lowercased())),
+            ("jti", .string(RandomUUID.lowercasedString())),
             ("batch_id", .string(container.id)),
             ("batch_digest", .string(Base64.urlEncode(try BatchContainer.digest(data)))),
         ])

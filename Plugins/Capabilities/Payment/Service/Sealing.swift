@@ -27,7 +27,7 @@ struct Sealing: Sendable {
         if let failure, !includeFailedReads { return .failed(failure) }
         let readAt = now()
         let expiresAt = readAt.addingTimeInterval(TimeInterval(settings.cardDataTTL.components.seconds))
-        let transactionID = UUID().uuidString.lowercased()
+        let transactionID = RandomUUID.lowercasedString()
         let emv = EMVCardData.processorTags.compactMap { tag in
             outcome.cardData.tags[tag].map { TLV(tag: tag, value: $0) }
         }

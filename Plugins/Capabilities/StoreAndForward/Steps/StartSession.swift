@@ -52,7 +52,7 @@ extension StoreAndForwardService {
             try await store.recordProcessorContact(validFrom, bootID: boot)
         }
         let session = OfflineSession(
-            id: UUID().uuidString.lowercased(),
+            id: RandomUUID.lowercasedString(),
             merchant: merchant,
             preparedAt: current,
             expiresAt: current.addingTimeInterval(TimeInterval(settings.session.components.seconds)),

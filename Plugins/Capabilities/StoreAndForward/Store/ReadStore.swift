@@ -672,7 +672,7 @@ package actor ReadStore {
                     )
                 )
             }
-            let id = UUID().uuidString.lowercased()
+            let id = RandomUUID.lowercasedString()
             let createdAt = Int64(now.timeIntervalSince1970)
             let container = try BatchContainer.sign(
                 id: id,
