@@ -507,6 +507,9 @@ final class SchedulerScenario {
             #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
             if !failures.isEmpty { return }
         }
+        // Evidence for WaiterContinuation's early-answer path, which the pool's design says is never taken; printed,
+        // not asserted, since other suites' pools in this process count too.
+        print("scheduler batch \(batch): answers before store, process-wide: \(WaiterContinuation<Lease>.answersBeforeStore)")
     }
 
     /// Replays one seed (set it to a failing seed while debugging).
