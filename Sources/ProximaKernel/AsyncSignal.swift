@@ -69,10 +69,10 @@ final class AsyncSignal: Sendable {
 /// the task, without a hop to the pool). The pool removes a cancelled request from its books when the request's own
 /// task resumes on it.
 ///
-/// An answer that comes before the waiting task has stored its continuation is kept and delivered by ``store(_:)``:
-/// the pool books a request and stores its continuation in one actor job, so that should not happen, but the price
-/// of assuming it would be a request that never returns, so it is handled and counted
-/// (``answersBeforeStore``) rather than assumed away.
+/// An answer that comes before the waiting task has stored its continuation is kept and delivered by ``store(_:)``.
+/// The pool books a request and stores its continuation in what is meant to be one actor job, yet loaded full test
+/// runs showed an answer arriving first (``answersBeforeStore`` counts them); when such an answer was dropped, as it
+/// was before, the request never returned.
 ///
 /// Invariant: `state` is only touched under its `Mutex`; the continuation is resumed exactly once, after the lock
 /// is dropped.

@@ -247,8 +247,10 @@ public actor ReaderPool {
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (stored: CheckedContinuation<Lease, any Error>) in
-                    // Same actor job as `enqueue`, so nothing should have answered the waiter yet; a cancellation
-                    // or an answer that came first makes `store` resume at once (WaiterContinuation).
+                    // Meant to run in the same actor job as `enqueue`, but under load the pool has been seen to
+                    // answer a waiter before this ran (WaiterContinuation.answersBeforeStore, once in a loaded
+                    // full test run; before, that request never returned): an answer or a cancellation that came
+                    // first makes `store` resume at once.
                     continuation.store(stored)
                 }
             } onCancel: {
