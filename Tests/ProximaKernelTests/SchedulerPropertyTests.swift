@@ -509,7 +509,8 @@ final class SchedulerScenario {
         }
         // Evidence for WaiterContinuation's early-answer path, which the pool's design says is never taken; printed,
         // not asserted, since other suites' pools in this process count too.
-        print("scheduler batch \(batch): answers before store, process-wide: \(WaiterContinuation<Lease>.answersBeforeStore)")
+        let early = WaiterContinuation<Lease>.answersBeforeStore
+        print("scheduler batch \(batch): answers before store, process-wide: \(early)")
     }
 
     /// Replays one seed (set it to a failing seed while debugging).
