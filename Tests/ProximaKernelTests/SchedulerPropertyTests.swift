@@ -508,7 +508,7 @@ final class SchedulerScenario {
             if !failures.isEmpty { return }
         }
         // Evidence for WaiterContinuation's early-answer path, which the pool's design says is never taken; printed,
-        // not asserted, since other suites' pools in this process count too.
+        // not asserted, since other suites' pools in this process count too (WaiterContinuationTests add 2 or 3).
         let early = WaiterContinuation<Lease>.answersBeforeStore
         print("scheduler batch \(batch): answers before store, process-wide: \(early)")
     }
