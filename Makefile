@@ -34,7 +34,7 @@ test: test-deps
 	$(SWIFT) build --build-tests $(WERROR)
 	@mkdir -p .build/logs && rm -f .build/logs/test.log
 	@# Each step is bounded (scripts/test-watchdog.sh): a hang fails with the unfinished tests and the threads'
-	@# backtraces instead of waiting out CI. Quiet-machine times: about 80 s, 40 s and 10 s.
+	@# backtraces instead of waiting out CI. Quiet-machine times: about 60-70 s, 8 s and 4 s.
 	scripts/test-watchdog.sh 900 .build/logs/test.log -- scripts/with-test-services.sh $(SWIFT) test --skip-build \
 		--skip 'ExternalTransportTests|RemoteTransportTests'
 	@# The driver-process and remote-agent suites time restarts of real child processes and TLS links: they run

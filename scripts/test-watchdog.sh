@@ -16,10 +16,15 @@ shift 2
 [[ ${1:-} == -- ]] && shift
 
 mkdir -p "$(dirname "$log")"
+# tee gets the output through a descriptor of its own, so that the watchdog can wait for it: the log is whole when
+# this script exits (the next step of make test scans it).
+exec {output}> >(tee -a "$log")
+tee_pid=$!
 set -m  # the command gets a process group of its own, so it can be killed with its children
-"$@" > >(tee -a "$log") 2>&1 &
+"$@" >&"$output" 2>&1 &
 command_pid=$!
 set +m
+exec {output}>&-
 
 deadline=$((SECONDS + limit))
 while kill -0 "$command_pid" 2>/dev/null; do
@@ -53,8 +58,12 @@ while kill -0 "$command_pid" 2>/dev/null; do
         done
         kill -KILL -- "-$command_pid" 2>/dev/null
         wait "$command_pid" 2>/dev/null
+        wait "$tee_pid" 2>/dev/null
         exit 124
     fi
     sleep 2
 done
 wait "$command_pid"
+status=$?
+wait "$tee_pid"
+exit "$status"

@@ -24,14 +24,16 @@ public enum RandomUUID {
         }
         bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
         bytes[8] = (bytes[8] & 0x3F) | 0x80  // variant 10
-        let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(36)
         for (index, byte) in bytes.enumerated() {
             if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
+            text.append(lowercaseDigits[Int(byte >> 4)])
+            text.append(lowercaseDigits[Int(byte & 0x0F)])
         }
         return String(decoding: text, as: UTF8.self)
     }
+
+    /// Lowercase, unlike `hexString` (which writes card data in uppercase).
+    private static let lowercaseDigits = Array("0123456789abcdef".utf8)
 }

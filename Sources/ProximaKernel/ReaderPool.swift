@@ -409,18 +409,22 @@ public actor ReaderPool {
     /// - Returns: `true` once such a reader exists (at once if one does); `false` for a lane not configured, when
     ///   the pool shuts down, or when the task is cancelled.
     package func waitUntilServable(lane: LaneID, pinnedReader: ReaderID?, needsExtendedLength: Bool) async -> Bool {
-        if isServable(lane: lane, pinnedReader: pinnedReader, needsExtendedLength: needsExtendedLength) { return true }
-        guard !isShutDown, let lane = laneIndex[lane] else { return false }
-        let pinned = pinnedReader.map { slot(for: $0) } ?? -1
-        return await waitUntilServable(lane: lane, pinned: pinned, needsExtendedLength: needsExtendedLength)
+        guard let query = servableQuery(lane, pinnedReader) else { return false }
+        if hasHealthyReader(lane: query.lane, pinned: query.pinned, needsExtended: needsExtendedLength) { return true }
+        return await waitUntilServable(lane: query.lane, pinned: query.pinned, needsExtendedLength: needsExtendedLength)
     }
 
     /// Whether a present, healthy reader that could serve such a request exists now (the rule of
     /// ``waitUntilServable(lane:pinnedReader:needsExtendedLength:)``, without waiting).
     package func isServable(lane: LaneID, pinnedReader: ReaderID?, needsExtendedLength: Bool) -> Bool {
-        guard !isShutDown, let lane = laneIndex[lane] else { return false }
-        let pinned = pinnedReader.map { slot(for: $0) } ?? -1
-        return hasHealthyReader(lane: lane, pinned: pinned, needsExtended: needsExtendedLength)
+        guard let query = servableQuery(lane, pinnedReader) else { return false }
+        return hasHealthyReader(lane: query.lane, pinned: query.pinned, needsExtended: needsExtendedLength)
+    }
+
+    /// The lane's and pinned reader's slots for a servable check; `nil` once shut down or for a lane not configured.
+    private func servableQuery(_ lane: LaneID, _ pinnedReader: ReaderID?) -> (lane: Int, pinned: Int)? {
+        guard !isShutDown, let lane = laneIndex[lane] else { return nil }
+        return (lane, pinnedReader.map { slot(for: $0) } ?? -1)
     }
 
     private func waitUntilServable(lane: Int, pinned: Int, needsExtendedLength: Bool) async -> Bool {

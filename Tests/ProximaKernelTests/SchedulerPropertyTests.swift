@@ -142,11 +142,11 @@ final class SchedulerScenario {
         for (index, info) in readerInfos.enumerated() where appeared[index] { await pool.readerAppeared(info) }
         while step < steps && failures.isEmpty {
             step += 1
-            progress.set("step \(step), after \(actions.suffix(8))")
+            progress.set("at step \(step) (replay the seed for its actions)")
             await randomAction()
             await settleAndCheck()
         }
-        progress.set("draining after \(actions.suffix(8))")
+        progress.set("draining after step \(step)")
         if failures.isEmpty { await drain() }
     }
 
@@ -161,12 +161,11 @@ final class SchedulerScenario {
                 "after shutdown; before it \(before.waiting.count) waiting: \(before.waiting)"
             )
         }
-        let state = progress.description
+        let context = "failures \(failures); \(progress.description); actions \(actions)"
         for (index, task) in tasks.enumerated() {
             progress.set(
                 "awaiting the requester of #\(index) after shutdown: \(requests[index]), on the board "
-                    + "\(String(describing: board.outcome(index))); failures \(failures); \(state); "
-                    + "actions \(actions)"
+                    + "\(String(describing: board.outcome(index))); \(context)"
             )
             await task.value
         }
