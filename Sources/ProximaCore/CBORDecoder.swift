@@ -70,8 +70,11 @@ public struct CBORDecoder {
     /// The item is checked as ``decodeNext()`` checks it.
     /// - Throws: As ``decodeNext()``.
     public mutating func nextEncodedItem() throws -> ArraySlice<UInt8> {
+        guard bytes.count <= limits.maximumInputSize else {
+            throw CBORError(.tooLong, at: 0, "input of \(bytes.count) bytes exceeds \(limits.maximumInputSize)")
+        }
         let start = offset
-        _ = try decodeNext()
+        try skip(depth: 0)
         return bytes[start..<offset]
     }
 
@@ -270,6 +273,99 @@ public struct CBORDecoder {
             return .tagged(head.argument, try item(depth: depth + 1))
         default:
             return try simpleOrFloat(head)
+        }
+    }
+
+    /// Steps over the next item with every check ``item(depth:)`` makes (limits, UTF-8, duplicate map keys,
+    /// reserved encodings, break codes), in the same order and with the same errors, but builds only map keys:
+    /// callers that want an item's bytes as received (digests, MACs) need its end, not its value.
+    private mutating func skip(depth: Int) throws {
+        guard depth <= limits.maximumDepth else {
+            throw CBORError(.tooDeep, at: offset, "nesting deeper than \(limits.maximumDepth)")
+        }
+        let head = try head()
+        try count(head.offset)
+        switch head.major {
+        case 0, 1: return
+        case 2: try skipString(head, major: 2)
+        case 3: try skipString(head, major: 3)
+        case 4:
+            if head.indefinite {
+                while try !takeBreak() { try skip(depth: depth + 1) }
+            } else {
+                for _ in 0..<(try boundedCount(head, perElement: 1)) { try skip(depth: depth + 1) }
+            }
+        case 5:
+            // Keys are decoded (they are compared for duplicates, as `item` does); values are skipped.
+            var keys: [CBORValue] = []
+            var keySet = Set<CBORValue>()
+            func add(_ keyOffset: Int, _ key: CBORValue) throws {
+                let duplicate: Bool
+                if keys.count < 16 {
+                    duplicate = keys.contains(key)
+                } else {
+                    if keySet.isEmpty { keySet = Set(keys) }
+                    duplicate = !keySet.insert(key).inserted
+                }
+                guard !duplicate else {
+                    throw CBORError(.duplicateMapKey, at: keyOffset, "map key \(key) appears twice")
+                }
+                keys.append(key)
+            }
+            if head.indefinite {
+                while try !takeBreak() {
+                    let keyOffset = offset
+                    let key = try item(depth: depth + 1)
+                    try skip(depth: depth + 1)
+                    try add(keyOffset, key)
+                }
+            } else {
+                let count = try boundedCount(head, perElement: 2)
+                keys.reserveCapacity(count)
+                for _ in 0..<count {
+                    let keyOffset = offset
+                    let key = try item(depth: depth + 1)
+                    try skip(depth: depth + 1)
+                    try add(keyOffset, key)
+                }
+            }
+        case 6: try skip(depth: depth + 1)
+        default: _ = try simpleOrFloat(head)
+        }
+    }
+
+    /// Steps over a string as ``string(_:major:)`` reads it; a text string's bytes are checked as UTF-8 in place.
+    private mutating func skipString(_ head: Head, major: UInt8) throws {
+        let valid: Bool
+        if head.indefinite {
+            let joined = try string(head, major: major)
+            valid = major != 3 || String(validating: joined, as: UTF8.self) != nil
+        } else {
+            let remaining = bytes.count - offset
+            guard head.argument <= UInt64(remaining) else {
+                throw CBORError(
+                    .tooLong,
+                    at: head.offset,
+                    "string of \(head.argument) bytes but only \(remaining) remain"
+                )
+            }
+            let end = offset + Int(head.argument)
+            valid = major != 3 || Self.isValidUTF8(bytes[offset..<end])
+            offset = end
+        }
+        guard valid else { throw CBORError(.invalidUTF8, at: head.offset, "text string is not valid UTF-8") }
+    }
+
+    /// Whether `bytes` are well-formed UTF-8 (the check `String(validating:as:)` makes), without building a string.
+    static func isValidUTF8(_ bytes: ArraySlice<UInt8>) -> Bool {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
         }
     }
 

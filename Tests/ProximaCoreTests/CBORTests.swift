@@ -56,6 +56,58 @@ struct CBORTests {
         #expect(throws: CBORError(row.kind, at: row.offset, "")) { try CBORDecoder.decode(bytes(row.hex)) }
     }
 
+    @Test(
+        "stepping over an item (for its bytes as received) refuses hostile input as decoding does",
+        arguments: hostileCBOR
+    )
+    func hostileSkipped(_ row: HostileCBOR) {
+        // Trailing bytes are the caller's business when stepping through items one at a time.
+        guard row.kind != .trailingBytes else { return }
+        var decoder = CBORDecoder(bytes(row.hex))
+        #expect(throws: CBORError(row.kind, at: row.offset, "")) { try decoder.nextEncodedItem() }
+    }
+
+    @Test func steppingOverAnItemAgreesWithDecodingItOnMutatedInput() throws {
+        // A valid item with every major type, indefinite strings and containers, a tag and UTF-8 text; each mutation
+        // must give the same outcome (end offset, or error kind and offset) from both paths.
+        let seed = bytes(
+            "a56161820120626e6f7f62c3a96161ff5f420102ff9f01a1616202fff5d8184ea2646e616d65637a6f65f4f9fbff"
+                + "fa3f800000fb3ff199999999999a"
+        )
+        _ = try CBORDecoder.decode(seed)
+        var random = SplitMix64(seed: 0x18013_5)
+        var disagreements: [String] = []
+        for round in 0..<20_000 {
+            var input = seed
+            for _ in 0...(round % 3) {
+                let position = Int(random.next() % UInt64(input.count))
+                switch random.next() % 3 {
+                case 0: input[position] = UInt8(truncatingIfNeeded: random.next())
+                case 1: input.remove(at: position)
+                default: input.insert(UInt8(truncatingIfNeeded: random.next()), at: position)
+                }
+                if input.isEmpty { input = [0] }
+            }
+            var decoding = CBORDecoder(input)
+            var stepping = CBORDecoder(input)
+            let decoded = Result { _ = try decoding.decodeNext() }.map { decoding.offset }
+            let stepped = Result { _ = try stepping.nextEncodedItem() }.map { stepping.offset }
+            switch (decoded, stepped) {
+            case (.success(let a), .success(let b)) where a == b: continue
+            case (.failure(let a as CBORError), .failure(let b as CBORError)) where a == b: continue
+            default: disagreements.append("round \(round): decode \(decoded), step \(stepped)")
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
+    }
+
+    @Test("text is checked as UTF-8 when stepped over", arguments: ["62c080", "64f4908080", "62e282", "61ff", "61bf"])
+    func invalidUTF8Skipped(_ hex: String) {
+        var decoder = CBORDecoder(bytes(hex))
+        #expect(throws: CBORError(.invalidUTF8, at: 0, "")) { try decoder.nextEncodedItem() }
+        #expect(throws: CBORError(.invalidUTF8, at: 0, "")) { try CBORDecoder.decode(bytes(hex)) }
+    }
+
     @Test func theItemLimitStopsAWideFlatArray() {
         let limits = CBORDecoder.Limits(maximumItemCount: 100)
         let wide = [0x98, 0xC8] + [UInt8](repeating: 0, count: 200)
