@@ -17,6 +17,16 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         _ = value.dateTimeValue
         _ = value.fullDateValue
     }
+    // Stepping over an item (for its bytes as received) must reach the same end or the same error as decoding it.
+    var decoding = CBORDecoder(bytes)
+    var stepping = CBORDecoder(bytes)
+    let decoded = Result { _ = try decoding.decodeNext() }.map { decoding.offset }
+    let stepped = Result { _ = try stepping.nextEncodedItem() }.map { stepping.offset }
+    switch (decoded, stepped) {
+    case (.success(let a), .success(let b)) where a == b: break
+    case (.failure(let a as CBORError), .failure(let b as CBORError)) where a == b: break
+    default: fatalError("stepping and decoding disagree for \(bytes.hexString)")
+    }
     _ = try? CBORDecoder.decode(bytes, limits: CBORDecoder.Limits(maximumDepth: 2, maximumItemCount: 16))
     _ = try? CBORDecoder.encodedItem(in: bytes, at: [.index(0), .key("a"), .index(1)])
     _ = try? CBORDecoder.encodedElements(ofArray: bytes)
