@@ -59,10 +59,14 @@ public struct CBORDecoder {
     /// - Throws: ``CBORError``: `.truncated`, `.reservedEncoding`, `.invalidIndefinite`, `.invalidUTF8`,
     ///   `.duplicateMapKey`, `.tooDeep`, `.tooLong`, `.tooManyItems`.
     public mutating func decodeNext() throws -> CBORValue {
+        try checkInputSize()
+        return try item(depth: 0)
+    }
+
+    private func checkInputSize() throws {
         guard bytes.count <= limits.maximumInputSize else {
             throw CBORError(.tooLong, at: 0, "input of \(bytes.count) bytes exceeds \(limits.maximumInputSize)")
         }
-        return try item(depth: 0)
     }
 
     /// Skips the next data item and returns its encoded bytes exactly as they appear in the input.
@@ -70,9 +74,7 @@ public struct CBORDecoder {
     /// The item is checked as ``decodeNext()`` checks it.
     /// - Throws: As ``decodeNext()``.
     public mutating func nextEncodedItem() throws -> ArraySlice<UInt8> {
-        guard bytes.count <= limits.maximumInputSize else {
-            throw CBORError(.tooLong, at: 0, "input of \(bytes.count) bytes exceeds \(limits.maximumInputSize)")
-        }
+        try checkInputSize()
         let start = offset
         try skip(depth: 0)
         return bytes[start..<offset]
@@ -237,20 +239,9 @@ public struct CBORDecoder {
             return .array(items)
         case 5:
             var entries: [CBORMapEntry] = []
-            // Small maps (every mdoc map) are checked for duplicate keys by a scan; a hash set only pays off
-            // for large ones, and costs an allocation per map.
-            var keys = Set<CBORValue>()
+            var keys = MapKeys()
             func add(_ keyOffset: Int, _ key: CBORValue, _ value: CBORValue) throws {
-                let duplicate: Bool
-                if entries.count < 16 {
-                    duplicate = entries.contains { $0.key == key }
-                } else {
-                    if keys.isEmpty { keys = Set(entries.map(\.key)) }
-                    duplicate = !keys.insert(key).inserted
-                }
-                guard !duplicate else {
-                    throw CBORError(.duplicateMapKey, at: keyOffset, "map key \(key) appears twice")
-                }
+                try keys.insert(key, at: keyOffset)
                 entries.append(CBORMapEntry(key, value))
             }
             if head.indefinite {
@@ -297,37 +288,17 @@ public struct CBORDecoder {
             }
         case 5:
             // Keys are decoded (they are compared for duplicates, as `item` does); values are skipped.
-            var keys: [CBORValue] = []
-            var keySet = Set<CBORValue>()
-            func add(_ keyOffset: Int, _ key: CBORValue) throws {
-                let duplicate: Bool
-                if keys.count < 16 {
-                    duplicate = keys.contains(key)
-                } else {
-                    if keySet.isEmpty { keySet = Set(keys) }
-                    duplicate = !keySet.insert(key).inserted
-                }
-                guard !duplicate else {
-                    throw CBORError(.duplicateMapKey, at: keyOffset, "map key \(key) appears twice")
-                }
-                keys.append(key)
+            var keys = MapKeys()
+            func entry() throws {
+                let keyOffset = offset
+                let key = try item(depth: depth + 1)
+                try skip(depth: depth + 1)
+                try keys.insert(key, at: keyOffset)
             }
             if head.indefinite {
-                while try !takeBreak() {
-                    let keyOffset = offset
-                    let key = try item(depth: depth + 1)
-                    try skip(depth: depth + 1)
-                    try add(keyOffset, key)
-                }
+                while try !takeBreak() { try entry() }
             } else {
-                let count = try boundedCount(head, perElement: 2)
-                keys.reserveCapacity(count)
-                for _ in 0..<count {
-                    let keyOffset = offset
-                    let key = try item(depth: depth + 1)
-                    try skip(depth: depth + 1)
-                    try add(keyOffset, key)
-                }
+                for _ in 0..<(try boundedCount(head, perElement: 2)) { try entry() }
             }
         case 6: try skip(depth: depth + 1)
         default: _ = try simpleOrFloat(head)
@@ -341,17 +312,8 @@ public struct CBORDecoder {
             let joined = try string(head, major: major)
             valid = major != 3 || String(validating: joined, as: UTF8.self) != nil
         } else {
-            let remaining = bytes.count - offset
-            guard head.argument <= UInt64(remaining) else {
-                throw CBORError(
-                    .tooLong,
-                    at: head.offset,
-                    "string of \(head.argument) bytes but only \(remaining) remain"
-                )
-            }
-            let end = offset + Int(head.argument)
-            valid = major != 3 || Self.isValidUTF8(bytes[offset..<end])
-            offset = end
+            let range = try definiteRange(head)
+            valid = major != 3 || Self.isValidUTF8(bytes[range])
         }
         guard valid else { throw CBORError(.invalidUTF8, at: head.offset, "text string is not valid UTF-8") }
     }
@@ -414,7 +376,10 @@ public struct CBORDecoder {
         return out
     }
 
-    private mutating func definiteBytes(_ head: Head) throws -> [UInt8] {
+    private mutating func definiteBytes(_ head: Head) throws -> [UInt8] { Array(bytes[try definiteRange(head)]) }
+
+    /// The bytes of a definite string's content, refused when fewer remain; the offset moves past them.
+    private mutating func definiteRange(_ head: Head) throws -> Range<Int> {
         let remaining = bytes.count - offset
         guard head.argument <= UInt64(remaining) else {
             throw CBORError(
@@ -423,9 +388,9 @@ public struct CBORDecoder {
                 "string of \(head.argument) bytes but only \(remaining) remain"
             )
         }
-        let end = offset + Int(head.argument)
-        defer { offset = end }
-        return Array(bytes[offset..<end])
+        let range = offset..<(offset + Int(head.argument))
+        offset = range.upperBound
+        return range
     }
 
     private mutating func simpleOrFloat(_ head: Head) throws -> CBORValue {
@@ -486,5 +451,24 @@ enum Float16Bits {
         let fraction = (significand - 1) * 1024
         guard fraction == fraction.rounded(.towardZero) else { return nil }
         return sign | UInt16(exponent + 15) << 10 | UInt16(fraction)
+    }
+}
+
+/// The keys of one map being decoded, refusing a duplicate. Small maps (every mdoc map) are checked by a scan; a
+/// hash set only pays off for large ones, and costs an allocation per map.
+private struct MapKeys {
+    private var keys: [CBORValue] = []
+    private var set = Set<CBORValue>()
+
+    mutating func insert(_ key: CBORValue, at keyOffset: Int) throws {
+        let duplicate: Bool
+        if keys.count < 16 {
+            duplicate = keys.contains(key)
+        } else {
+            if set.isEmpty { set = Set(keys) }
+            duplicate = !set.insert(key).inserted
+        }
+        guard !duplicate else { throw CBORError(.duplicateMapKey, at: keyOffset, "map key \(key) appears twice") }
+        keys.append(key)
     }
 }

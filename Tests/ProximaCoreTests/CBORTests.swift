@@ -58,11 +58,10 @@ struct CBORTests {
 
     @Test(
         "stepping over an item (for its bytes as received) refuses hostile input as decoding does",
-        arguments: hostileCBOR
+        // Trailing bytes are the caller's business when stepping through items one at a time.
+        arguments: hostileCBOR.filter { $0.kind != .trailingBytes }
     )
     func hostileSkipped(_ row: HostileCBOR) {
-        // Trailing bytes are the caller's business when stepping through items one at a time.
-        guard row.kind != .trailingBytes else { return }
         var decoder = CBORDecoder(bytes(row.hex))
         #expect(throws: CBORError(row.kind, at: row.offset, "")) { try decoder.nextEncodedItem() }
     }
