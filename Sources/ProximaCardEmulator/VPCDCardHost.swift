@@ -310,11 +310,13 @@ public final class VPCDCardHost: Sendable {
     ///   - schedule: how many presences, how long in and out.
     ///   - clock: the clock the schedule's durations run on.
     ///   - waiting: called with the error when a connection was refused and the host waits to try again.
+    /// - Throws: what ``insert()`` threw when it was anything but a refused connection (the schedule cannot go on,
+    ///   and ending it short without a word would leave the caller waiting for taps that never come).
     public func run<C: Clock<Duration>>(
         _ schedule: Schedule,
         clock: C = ContinuousClock(),
         waiting: (ProximaError) -> Void = { _ in }
-    ) async {
+    ) async throws {
         var taps = 0
         var refused = false
         var delay = schedule.retryDelay
@@ -328,7 +330,8 @@ public final class VPCDCardHost: Sendable {
                 delay = min(delay * 2, .seconds(2))
                 continue
             } catch {
-                break
+                await remove()
+                throw error
             }
             refused = false
             delay = schedule.retryDelay

@@ -68,7 +68,7 @@ enum CardsimCommand {
             }
             flushStandardOutput()
         }
-        await host.run(schedule) { error in
+        try await host.run(schedule) { error in
             printError("proxima cardsim: \(error.reason); trying again until it listens (Ctrl-C stops)")
         }
         return .success

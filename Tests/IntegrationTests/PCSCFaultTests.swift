@@ -182,7 +182,7 @@ struct PCSCFaultTests {
         let manifest = try pcscManifest(lanes: [("lane-1", reader), ("lane-2", idle)], maxWaitMs: 60_000)
         try await withThrowingTaskGroup(of: Void.self) { hosting in
             // The card stays in the field, and comes back by itself once vpcd listens again.
-            hosting.addTask { await host.run(VPCDCardHost.Schedule(retryDelay: .milliseconds(50))) }
+            hosting.addTask { try await host.run(VPCDCardHost.Schedule(retryDelay: .milliseconds(50))) }
             try await withKernel(manifest, readers: 2) { kernel in
                 #expect(try await readPayment(kernel, lane: "lane-1").outcome.status == .onlineRequest)
 

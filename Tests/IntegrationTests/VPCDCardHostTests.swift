@@ -164,7 +164,7 @@ struct VPCDCardHostTests {
             for _ in 0..<3 { links.append(try await vpcd.accept()) }
             return links
         }
-        await host.run(schedule)
+        try await host.run(schedule)
         let links = try await accepting.value
         for link in links { #expect(try await link.receiveEndOfStream()) }
         #expect(host.presenceCount == 3)
@@ -181,7 +181,7 @@ struct VPCDCardHostTests {
         let host = VPCDCardHost(card: Self.card, endpoint: endpoint)
         let clock = ManualClock()
         let running = Task {
-            await host.run(VPCDCardHost.Schedule(retryDelay: .milliseconds(20)), clock: clock) { error in
+            try await host.run(VPCDCardHost.Schedule(retryDelay: .milliseconds(20)), clock: clock) { error in
                 #expect(error.code == .readerUnavailable)
                 refusals.withLock { $0 += 1 }
             }
@@ -205,7 +205,7 @@ struct VPCDCardHostTests {
         let link = try await listening.accept()
         try await waitUntil("the card in the field", within: .seconds(5)) { host.isInserted }
         running.cancel()
-        await running.value
+        try await running.value
         #expect(!host.isInserted)
         #expect(try await link.receiveEndOfStream())
     }
