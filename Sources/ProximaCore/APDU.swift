@@ -193,17 +193,44 @@ public struct ResponseAPDU: Hashable, Sendable, CustomStringConvertible {
 
 extension Sequence where Element == UInt8 {
     /// Upper-case hex without separators, e.g. `9000`.
-    public var hexString: String {
-        // Written as UTF-8 bytes straight into the string's storage: card data is formatted on every read (the
-        // envelope's JSON), and appending Characters one by one cost more than the HPKE seal.
-        let count = underestimatedCount
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(2 * count)
-        for b in self {
-            bytes.append(hexDigit(b >> 4))
-            bytes.append(hexDigit(b & 0x0F))
+    public var hexString: String { Array(self).hexString }
+}
+
+extension Array where Element == UInt8 {
+    /// Upper-case hex without separators, e.g. `9000`: written straight into the string's storage (card data is
+    /// formatted on every read, and the generic `Sequence` path cost more than the HPKE seal).
+    public var hexString: String { withUnsafeBufferPointer { String(hexOf: $0) } }
+
+    /// Appends the upper-case hex digits of `value`, two per byte.
+    public mutating func appendHex(_ value: [UInt8]) {
+        value.withUnsafeBufferPointer { value in
+            let start = count
+            append(contentsOf: repeatElement(0, count: 2 * value.count))
+            withUnsafeMutableBufferPointer { out in
+                for (i, byte) in value.enumerated() {
+                    out[start + 2 * i] = hexDigit(byte >> 4)
+                    out[start + 2 * i + 1] = hexDigit(byte & 0x0F)
+                }
+            }
         }
-        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+extension ArraySlice where Element == UInt8 {
+    /// Upper-case hex without separators, e.g. `9000`.
+    public var hexString: String { withUnsafeBufferPointer { String(hexOf: $0) } }
+}
+
+extension String {
+    /// Upper-case hex of `bytes`, written straight into the string's storage.
+    fileprivate init(hexOf bytes: UnsafeBufferPointer<UInt8>) {
+        self.init(unsafeUninitializedCapacity: 2 * bytes.count) { out in
+            for (i, byte) in bytes.enumerated() {
+                out[2 * i] = hexDigit(byte >> 4)
+                out[2 * i + 1] = hexDigit(byte & 0x0F)
+            }
+            return 2 * bytes.count
+        }
     }
 }
 

@@ -352,59 +352,152 @@ private struct JSONParser {
 
 extension JSONValue {
     /// Compact JSON text (RFC 8259), members in their stored order.
-    public var jsonText: String {
-        var out = ""
-        write(to: &out)
-        return out
+    public var jsonText: String { String(decoding: jsonBytes, as: UTF8.self) }
+
+    /// ``jsonText`` as UTF-8 bytes, written without a `String` in between.
+    public var jsonBytes: [UInt8] {
+        var writer = JSONWriter()
+        writer.value(self)
+        return writer.bytes
+    }
+}
+
+/// Writes compact JSON (RFC 8259) straight into UTF-8 bytes, member by member: what ``JSONValue/jsonText`` is made
+/// with, and what a hot path uses to write a document without building a ``JSONValue`` tree (or a `String` per
+/// hex field) first, as the card data envelope does on every read.
+///
+/// Commas come from the last byte written: none after `{`, `[` or `:`, one before any other member or element.
+/// The caller nests `key`/value calls as the document nests; the writer does not check that.
+public struct JSONWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+
+    public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    public mutating func beginObject() {
+        separate()
+        bytes.append(UInt8(ascii: "{"))
     }
 
-    private func write(to out: inout String) {
-        switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .integer(let i): out += String(i)
-        case .number(let d): out += "\(d)"
-        case .string(let s): JSONValue.writeString(s, to: &out)
+    public mutating func endObject() { bytes.append(UInt8(ascii: "}")) }
+
+    public mutating func beginArray() {
+        separate()
+        bytes.append(UInt8(ascii: "["))
+    }
+
+    public mutating func endArray() { bytes.append(UInt8(ascii: "]")) }
+
+    /// An object member's key; its value is the next thing written.
+    public mutating func key(_ key: String) {
+        string(key)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    /// An object member's key written as upper-case hex digits (an EMV tag); its value is the next thing written.
+    public mutating func hexKey(_ key: [UInt8]) {
+        hexString(key)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    public mutating func string(_ string: String) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        // Most strings (identifiers, amounts, hex) need no escape and are copied whole.
+        if string.utf8.contains(where: Self.needsEscape) {
+            // Bytes of multi-byte scalars are all ≥ 0x80, so byte by byte keeps them as they are.
+            for byte in string.utf8 { appendEscaped(byte) }
+        } else {
+            bytes.append(contentsOf: string.utf8)
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// `value` as a JSON string of upper-case hex digits, without a `String` in between.
+    public mutating func hexString(_ value: [UInt8]) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        bytes.appendHex(value)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    public mutating func integer(_ value: Int64) {
+        separate()
+        guard value != 0 else { return bytes.append(UInt8(ascii: "0")) }
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        // Digits of the magnitude, least significant first, then reversed in place (Int64.min included).
+        var magnitude = value.magnitude
+        let first = bytes.count
+        while magnitude > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        }
+        bytes[first...].reverse()
+    }
+
+    public mutating func bool(_ value: Bool) {
+        separate()
+        bytes.append(contentsOf: value ? Self.trueLiteral : Self.falseLiteral)
+    }
+
+    public mutating func null() {
+        separate()
+        bytes.append(contentsOf: Self.nullLiteral)
+    }
+
+    /// Any value, nested values included.
+    public mutating func value(_ value: JSONValue) {
+        switch value {
+        case .null: null()
+        case .bool(let b): bool(b)
+        case .integer(let i): integer(i)
+        case .number(let d):
+            separate()
+            bytes.append(contentsOf: "\(d)".utf8)
+        case .string(let s): string(s)
         case .array(let elements):
-            out += "["
-            for (i, e) in elements.enumerated() {
-                if i > 0 { out += "," }
-                e.write(to: &out)
-            }
-            out += "]"
+            beginArray()
+            for element in elements { self.value(element) }
+            endArray()
         case .object(let members):
-            out += "{"
-            for (i, m) in members.enumerated() {
-                if i > 0 { out += "," }
-                JSONValue.writeString(m.key, to: &out)
-                out += ":"
-                m.value.write(to: &out)
+            beginObject()
+            for member in members {
+                key(member.key)
+                self.value(member.value)
             }
-            out += "}"
+            endObject()
         }
     }
 
-    private static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        // Most strings (hex, identifiers, amounts) need no escape: appended whole, not scalar by scalar.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out += s
-            out += "\""
-            return
+    private static let trueLiteral = Array("true".utf8)
+    private static let falseLiteral = Array("false".utf8)
+    private static let nullLiteral = Array("null".utf8)
+
+    /// A comma before a member or element that follows another one.
+    @inline(__always) private mutating func separate() {
+        guard let last = bytes.last else { return }
+        if last != UInt8(ascii: "{") && last != UInt8(ascii: "[") && last != UInt8(ascii: ":") {
+            bytes.append(UInt8(ascii: ","))
         }
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
+    }
+
+    @inline(__always) private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    private mutating func appendEscaped(_ byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+        case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+        case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+        case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+        case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+        case ..<0x20:
+            // \u00XX with lower-case hex digits, as before.
+            let digits = Array("0123456789abcdef".utf8)
+            bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+            bytes.append(digits[Int(byte >> 4)])
+            bytes.append(digits[Int(byte & 0x0F)])
+        default: bytes.append(byte)
         }
-        out += "\""
     }
 }

@@ -16,6 +16,9 @@ public struct TapOptions: Sendable {
     /// Called when this tap's reader is leased and waits for the card (the moment to say "tap now"), with the
     /// reader's id. Unlike the `readyForTap` event on the bus, it concerns this tap only.
     public var onReadyForTap: (@Sendable (ReaderID) -> Void)?
+    /// Cancels the tap from another task (an app's `cancelRead()`): the tap then ends with the cancellation. The
+    /// tap's own task is what it cancels, the one its deadline cancels too, so a caller needs no task of its own.
+    package var canceller: TaskCanceller?
 
     public init(
         reader: ReaderID? = nil,
@@ -355,7 +358,7 @@ public final class Kernel: Sendable {
         var abandoned: ProximaError?
         while true {
             do {
-                return try await withDeadline(deadline, lane: lane) {
+                return try await withDeadline(deadline, canceller: options.canceller, lane: lane) {
                     try await self.serveOnce(lane: lane, deadline: deadline, options: options, body)
                 }
             } catch let error as ProximaError
@@ -453,14 +456,31 @@ public final class Kernel: Sendable {
     /// Runs `operation` but fails with `deadlineExceeded` when the kernel clock reaches `deadline` first.
     private func withDeadline<T: Sendable>(
         _ deadline: Duration?,
+        canceller: TaskCanceller?,
         lane: LaneID,
         _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        guard let deadline else { return try await operation() }
-        // One child task, which the kernel's tap timer cancels at the deadline (no sleeping child per tap).
+        guard deadline != nil || canceller != nil else { return try await operation() }
+        // One child task, which the kernel's tap timer cancels at the deadline and the caller's canceller when it
+        // is asked to (no sleeping or waiting child per tap): cancelling it leaves the caller's task as it was.
         let timer = tapTimer
+        let cancellable: @Sendable () async throws -> T
+        if let canceller {
+            cancellable = { try await canceller.run(operation) }
+        } else {
+            cancellable = operation
+        }
         let ending = await withTaskGroup(of: (result: Result<T, any Error>, expired: Bool).self) { group in
-            group.addTask { await timer.run(until: deadline, operation) }
+            group.addTask {
+                guard let deadline else {
+                    do {
+                        return (.success(try await cancellable()), false)
+                    } catch {
+                        return (.failure(error), false)
+                    }
+                }
+                return await timer.run(until: deadline, cancellable)
+            }
             return await group.next()
         }
         guard let ending else { throw ProximaError(.cancelled, "tap cancelled", lane: lane) }

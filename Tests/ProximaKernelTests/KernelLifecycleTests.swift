@@ -423,6 +423,50 @@ final class TapFailure: Sendable {
         }
     }
 
+    /// A tap's canceller (`cancelRead()`) ends it, with or without a deadline, through the tap's own task: the
+    /// caller's task is not cancelled, and a tap that already ended keeps its result.
+    @Test(arguments: [nil, Duration.seconds(60)])
+    func cancellerEndsTheTapAndOnlyTheTap(timeout: Duration?) async throws {
+        let clock = ManualClock()
+        let transport = LoggingTransport(id: "t", log: LifecycleLog())
+        let kernel = lifecycleKernel([transport], clock: clock)
+        try await kernel.withRunning { kernel in
+            transport.continuation.yield(.appeared(readerInfo("r1")))
+            await kernel.waitForReaders(count: 1)
+            let canceller = TaskCanceller()
+            var cancellable = TapOptions(timeout: timeout)
+            cancellable.canceller = canceller
+            let options = cancellable
+            let inBody = AsyncSignal()
+            let failure = await withTaskGroup(of: (any Error)?.self) { group in
+                group.addTask {
+                    do {
+                        _ = try await kernel.tap(lane: "L", options: options) { _, _ in
+                            inBody.set()
+                            try await clock.sleep(for: .seconds(600))
+                            return 0
+                        }
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                await inBody.wait()
+                canceller.cancel()
+                return await group.next() ?? nil
+            }
+            let error = try #require(failure as? ProximaError)
+            #expect(error.code == .cancelled, "\(error)")
+            #expect(!Task.isCancelled)
+            // The reader is free again, and a tap whose canceller fires after it ended keeps its result.
+            let later = TaskCanceller()
+            cancellable.canceller = later
+            let value = try await kernel.tap(lane: "L", options: cancellable) { _, _ in 7 }
+            later.cancel()
+            #expect(value == 7)
+        }
+    }
+
     /// The reader faults during the exchange and failover finds no other reader before the deadline: the
     /// capability's error is still reachable through the chain of causes.
     @Test func failoverKeepsTheAbandonedReadersCause() async throws {

@@ -55,7 +55,7 @@ package struct LoyaltyService: Sendable {
             timeout: options.timeout,
             onReadyForTap: { _ in onReadyForTap() }
         )
-        return try await slot.cancellable(cancelSignal, lane: lane) {
+        return try await slot.cancellable(cancelSignal, lane: lane, options: tapOptions) { tapOptions in
             try await kernel.tap(lane: lane, options: tapOptions) { channel, context in
                 try await capability.run(request, on: channel, context: context)
             }

@@ -124,23 +124,39 @@ package enum CardDataEnvelope {
         package var jsonText: String { jsonText(version: 1) }
 
         /// The plaintext: compact JSON, members in the documented order, `v` the envelope version.
-        package func jsonText(version: Int) -> String {
-            JSONValue.object([
-                ("v", .integer(Int64(version))),
-                ("txn", .string(transactionID)),
-                ("type", .string(kind.rawValue)),
-                ("amount", .string(amount)),
-                ("currency", .string(currencyCode)),
-                ("merchant", .string(merchantID)),
-                ("reader", .string(readerIdentifier)),
-                ("lane", .string(lane)),
-                ("device", .string(device)),
-                ("readAt", .integer(Int64(readAt.timeIntervalSince1970))),
-                ("expiresAt", .integer(Int64(expiresAt.timeIntervalSince1970))),
-                ("outcome", .string(outcome)),
-                ("cvm", .string(cardholderVerification)),
-                ("emv", .object(emv.map { ($0.tag.bytes.hexString, .string($0.value.hexString)) })),
-            ]).jsonText
+        package func jsonText(version: Int) -> String { String(decoding: jsonBytes(version: version), as: UTF8.self) }
+
+        /// ``jsonText(version:)`` as the UTF-8 bytes that are sealed, written member by member (no `JSONValue`
+        /// tree, no `String` per hex value: this runs on every read).
+        package func jsonBytes(version: Int) -> [UInt8] {
+            var json = JSONWriter(capacity: 384 + 4 * emv.reduce(0) { $0 + $1.value.count })
+            json.beginObject()
+            json.key("v")
+            json.integer(Int64(version))
+            for (key, value) in [
+                ("txn", transactionID), ("type", kind.rawValue), ("amount", amount), ("currency", currencyCode),
+                ("merchant", merchantID), ("reader", readerIdentifier), ("lane", lane), ("device", device),
+            ] {
+                json.key(key)
+                json.string(value)
+            }
+            json.key("readAt")
+            json.integer(Int64(readAt.timeIntervalSince1970))
+            json.key("expiresAt")
+            json.integer(Int64(expiresAt.timeIntervalSince1970))
+            json.key("outcome")
+            json.string(outcome)
+            json.key("cvm")
+            json.string(cardholderVerification)
+            json.key("emv")
+            json.beginObject()
+            for object in emv {
+                json.hexKey(object.tag.bytes)
+                json.hexString(object.value)
+            }
+            json.endObject()
+            json.endObject()
+            return json.bytes
         }
 
         /// Tags whose values are cardholder data: masked unless revealed.
@@ -209,7 +225,7 @@ package enum CardDataEnvelope {
     /// - Returns: The envelope bytes (see the type's documentation).
     /// - Throws: `CryptoError` if OpenSSL fails; `ProximaError.invalidArgument` for a payload above the size limit.
     package static func seal(_ contents: Contents, to publicKey: P256.PublicKey) throws -> [UInt8] {
-        let plaintext = Array(contents.jsonText.utf8)
+        let plaintext = contents.jsonBytes(version: 1)
         let ciphertextCount = plaintext.count + 16
         guard headerByteCount + ciphertextCount <= maximumByteCount else {
             throw ProximaError(.invalidArgument, "card data of \(plaintext.count) bytes exceeds the envelope limit")
@@ -245,7 +261,7 @@ package enum CardDataEnvelope {
         sender: inout HPKE.Sender,
         readerPublicKey: P256.PublicKey
     ) throws -> [UInt8] {
-        let plaintext = Array(contents.jsonText(version: 2).utf8)
+        let plaintext = contents.jsonBytes(version: 2)
         let ciphertextCount = plaintext.count + 16
         guard authenticatedHeaderByteCount + ciphertextCount <= maximumByteCount else {
             throw ProximaError(.invalidArgument, "card data of \(plaintext.count) bytes exceeds the envelope limit")

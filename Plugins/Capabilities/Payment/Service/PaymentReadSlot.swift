@@ -48,31 +48,25 @@ package final class PaymentReadSlot: Sendable {
         active.withLock { $0 = nil }
     }
 
-    /// Runs `operation` until it ends or ``cancel(owner:)`` is called, whichever comes first. A read that ended
-    /// before the cancellation keeps its result; one cancelled throws `readCancelled` with the kernel's error as
-    /// its cause.
+    /// Runs `operation`, the kernel tap of a read, with `options` carrying `canceller` (as
+    /// ``ProximaKernel/TapOptions/canceller``), which ``cancel(owner:)`` cancels. A read that ended before the
+    /// cancellation keeps its result; one cancelled throws `readCancelled` with the kernel's error as its cause.
     ///
-    /// `operation` runs in a child task that ``cancel(owner:)`` cancels directly (``TaskCanceller``), so a read
-    /// costs one child task and no second one waiting for the cancellation.
+    /// The tap's own child task (the one its deadline cancels) is what the canceller cancels, so a read costs no
+    /// task of its own here.
     package func cancellable<T: Sendable>(
         _ canceller: TaskCanceller,
         lane: LaneID,
-        _ operation: @escaping @Sendable () async throws -> T
+        options: TapOptions,
+        _ operation: (TapOptions) async throws -> T
     ) async throws -> T {
-        let result = await withTaskGroup(of: Result<T, any Error>.self) { group in
-            group.addTask {
-                do {
-                    return .success(try await canceller.run(operation))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            return await group.next() ?? .failure(CancellationError())
-        }
-        if case .failure(let error) = result, canceller.isCancelled, Self.isCancellation(error) {
+        var options = options
+        options.canceller = canceller
+        do {
+            return try await operation(options)
+        } catch  where canceller.isCancelled && Self.isCancellation(error) {
             throw PaymentServiceError(.readCancelled, "cancelRead() ended the read [lane \(lane)]", underlying: error)
         }
-        return try result.get()
     }
 
     private static func isCancellation(_ error: any Error) -> Bool {

@@ -287,7 +287,7 @@ package struct PaymentService: Sendable {
         )
         let kernel = self.kernel
         let lane = self.lane
-        let (before, ending) = try await slot.cancellable(cancelSignal, lane: lane) {
+        let (before, ending) = try await slot.cancellable(cancelSignal, lane: lane, options: tapOptions) { tapOptions in
             try await kernel.tap(lane: lane, options: tapOptions) { channel, context in
                 events.cardDetected()
                 let (before, proceed) = try await prelude(channel, context)
