@@ -3,8 +3,15 @@ internal import ProximaCore
 
 /// The card's data objects from the GPO answer and the records, with the step each came from.
 struct CardDataStore {
-    private(set) var values: [TLVTag: [UInt8]] = [:]
-    private var sources: [TLVTag: String] = [:]
+    private(set) var values: [TLVTag: [UInt8]]
+    private var sources: [TLVTag: String]
+
+    /// Room for what a card usually returns (FCI, GPO and records: 20-40 objects), so a read does not regrow the
+    /// tables as it goes.
+    init() {
+        values = Dictionary(minimumCapacity: 48)
+        sources = Dictionary(minimumCapacity: 48)
+    }
 
     subscript(tag: TLVTag) -> [UInt8]? { values[tag] }
 

@@ -245,7 +245,9 @@ extension PaymentSession {
         let cda = prepareCombinedAuthentication(application: application, card: card, aip: aip)
         let type = terminalActionAnalysis(candidate, card: card)
         try checkCancellation(before: step)
-        let values = card.values.merging(terminalData) { _, terminal in terminal }
+        var values = card.values  // the terminal's value wins where both have the tag
+        values.reserveCapacity(values.count + terminalData.count)
+        for (tag, value) in terminalData { values[tag] = value }
         let answer: GenerateACResponse
         switch try await generateApplicationCryptogram(
             type,

@@ -12,7 +12,7 @@ extension PaymentSession {
         offlineAuthenticationData: [UInt8]
     ) throws -> EMVOutcome {
         let identity = try MaskedCardIdentity(card: card)
-        var tags: [TLVTag: [UInt8]] = [:]
+        var tags = [TLVTag: [UInt8]](minimumCapacity: EMVCardData.processorTags.count + 2)
         for tag in EMVCardData.processorTags {
             if Self.terminalTags.contains(tag) {
                 tags[tag] = terminalData[tag]

@@ -27,6 +27,7 @@ extension PaymentSession {
             )
         }
         var data = settings.additionalData
+        data.reserveCapacity(data.count + 24)  // the ~20 set below, without regrowing
         data[0x9F02] = try numeric(transaction.amountAuthorised, digits: 12, "Amount, Authorised")
         data[0x9F03] = try numeric(transaction.amountOther, digits: 12, "Amount, Other")
         data[0x5F2A] = try numeric(Int64(transaction.currencyCode), digits: 4, "currency code")
