@@ -9,8 +9,9 @@ internal import PaymentCapability
 /// try await discovery.present()          // how to tap, on the default reader's lane
 /// ```
 ///
-/// The content is written in the package (English, French, German; other languages fall back to English); Apple
-/// fetches it from its servers, so `networkUnavailable` never happens here.
+/// The content is written in the package (English, French, German) and in the store's translations file when the
+/// manifest names one (`capabilities.payment.education`: other languages, or its own wording); a language with
+/// neither falls back to English. Apple fetches it from its servers, so `networkUnavailable` never happens here.
 public final class ProximityReaderDiscovery: Sendable {
     /// A topic of merchant education (Apple's `ProximityReaderDiscovery.Topic`).
     public enum Topic: Hashable, Sendable {
@@ -80,18 +81,26 @@ public final class ProximityReaderDiscovery: Sendable {
 
     private var language: String { languageCode ?? MerchantEducation.currentLanguage }
 
+    /// The store's translations, from the reader's payment settings; none when the reader has no settings (the
+    /// built-in texts still serve).
+    private var translations: MerchantEducation.Translations {
+        (try? reader.service.get().settings.education) ?? MerchantEducation.Translations()
+    }
+
+    private func content(_ topic: MerchantEducation.Topic) -> Content {
+        Content(MerchantEducation.content(topic, language: language, translations: translations))
+    }
+
     /// The content of `topic`.
     public func content(for topic: Topic) async throws -> Content {
         switch topic {
-        case .payment(.howToTap): Content(MerchantEducation.content(.paymentHowToTap, language: language))
+        case .payment(.howToTap): content(.paymentHowToTap)
         }
     }
 
     /// Every piece of content: how to tap, how to present a loyalty pass, how to present a mobile ID.
     public var contentList: [Content] {
-        get async throws {
-            MerchantEducation.Topic.allCases.map { Content(MerchantEducation.content($0, language: language)) }
-        }
+        get async throws { MerchantEducation.Topic.allCases.map(content) }
     }
 
     /// Shows `content` on the attendant display of `reader`'s lane (a lane output event of its kernel).

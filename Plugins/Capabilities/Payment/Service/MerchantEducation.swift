@@ -1,10 +1,14 @@
 internal import Foundation
+package import ProximaCore
+internal import ProximaSystem
 
 /// Merchant education: how-to content a store shows its staff and customers (Apple's `ProximityReaderDiscovery`
 /// topics), as structured, localizable values: a title, a summary, numbered steps and a simple picture drawn in
 /// text so that any lane display (a terminal, an attendant screen, a log) can show it.
 ///
-/// Strings live in ``strings`` per language (`en`, `fr`, `de`); an unknown language falls back to English.
+/// Strings live in ``strings`` per language (`en`, `fr`, `de`); a store adds languages or rewords the built-in ones
+/// with a translations file (``Translations``, manifest key `capabilities.payment.education`). A language with no
+/// text for a topic falls back to English: the file's, then the built-in.
 package enum MerchantEducation {
     /// A topic of the content (Apple's `ProximityReaderDiscovery.Topic`).
     package enum Topic: String, Hashable, Sendable, CaseIterable {
@@ -36,16 +40,23 @@ package enum MerchantEducation {
         }
     }
 
-    /// The content of `topic` in `language` (an ISO 639-1 code; region and script are ignored), English when
-    /// there is no translation.
-    package static func content(_ topic: Topic, language: String) -> Content {
+    /// The content of `topic` in `language` (an ISO 639-1 code; region and script are ignored), from
+    /// `translations` first, then the built-in strings; English when neither has that language.
+    package static func content(
+        _ topic: Topic,
+        language: String,
+        translations: Translations = Translations()
+    ) -> Content {
         let code = String(language.lowercased().prefix { $0.isLetter })
-        let table = strings[code] ?? strings["en"] ?? [:]
-        let text = table[topic] ?? strings["en"]?[topic] ?? Text(title: topic.rawValue, summary: "", steps: [])
+        let found =
+            [(code, translations.languages[code]), (code, strings[code]), ("en", translations.languages["en"])]
+            .lazy.compactMap { language, table in table?[topic].map { (language, $0) } }.first
+        let (language, text) =
+            found ?? ("en", strings["en"]?[topic] ?? Text(title: topic.rawValue, summary: "", steps: []))
         return Content(
             id: topic.rawValue,
             topic: topic,
-            language: strings[code] == nil ? "en" : code,
+            language: language,
             title: text.title,
             summary: text.summary,
             steps: text.steps,
@@ -53,13 +64,119 @@ package enum MerchantEducation {
         )
     }
 
+    /// A store's own wording: texts per language and topic, read from a JSON file the manifest names
+    /// (`capabilities.payment.education`), checked strictly like the manifest (errors name the file and the JSON
+    /// path):
+    ///
+    /// ```json
+    /// { "languages": { "es": { "payment.howToTap": { "title": "Cómo pagar sin contacto",
+    ///                                                  "summary": "…", "steps": ["…", "…"] } } } }
+    /// ```
+    ///
+    /// Language codes are ISO 639-1 (two lower-case letters); topics are ``Topic`` raw values; every text has a
+    /// title, a summary and 1–10 steps, each at most 500 characters.
+    package struct Translations: Hashable, Sendable {
+        package var languages: [String: [Topic: Text]] = [:]
+
+        package init() {}
+
+        /// The largest file read.
+        package static let maximumFileBytes = 1 << 20
+
+        /// Reads and checks the file at `path`.
+        /// - Parameter jsonPath: the manifest key that named it, for errors.
+        /// - Throws: `ProximaError.invalidManifest` naming the file and what is wrong where.
+        package init(contentsOf path: String, jsonPath: String? = nil) throws {
+            let bytes: [UInt8]
+            do {
+                bytes = try SystemFile.read(path, limit: Self.maximumFileBytes)
+            } catch {
+                throw ProximaError(.invalidManifest, "cannot read \(path): \(error.reason)", jsonPath: jsonPath)
+            }
+            do {
+                try self.init(json: try JSONValue.parse(bytes))
+            } catch let error as ProximaError {
+                throw ProximaError(
+                    .invalidManifest,
+                    "\(path): \(error.pathAndReason)",
+                    jsonPath: jsonPath,
+                    underlying: error
+                )
+            }
+        }
+
+        /// The translations of a parsed file.
+        package init(json: JSONValue) throws {
+            var document = try StrictObject(json, at: "")
+            let languagesJSON = try document.required("languages", expected: "an object of languages")
+            var languagesObject = try StrictObject(languagesJSON, at: document.path(of: "languages"))
+            for code in languagesObject.keys {
+                let languagePath = languagesObject.path(of: code)
+                guard code.utf8.count == 2,
+                    code.utf8.allSatisfy({ (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) })
+                else {
+                    throw ProximaError(
+                        .invalidManifest,
+                        "\"\(code)\" is not an ISO 639-1 language code (two lower-case letters, e.g. es)",
+                        jsonPath: languagePath
+                    )
+                }
+                guard let topicsJSON = languagesObject.value(code) else { continue }
+                var topicsObject = try StrictObject(topicsJSON, at: languagePath)
+                var texts: [Topic: Text] = [:]
+                for name in topicsObject.keys {
+                    guard let topic = Topic(rawValue: name) else {
+                        let known = Topic.allCases.map(\.rawValue).joined(separator: ", ")
+                        throw ProximaError(
+                            .invalidManifest,
+                            "unknown topic \"\(name)\" (known: \(known))",
+                            jsonPath: topicsObject.path(of: name)
+                        )
+                    }
+                    guard let textJSON = topicsObject.value(name) else { continue }
+                    texts[topic] = try Self.text(textJSON, at: topicsObject.path(of: name))
+                }
+                try topicsObject.finish(allowing: [])
+                languages[code] = texts
+            }
+            try languagesObject.finish(allowing: [])
+            try document.finish()
+        }
+
+        private static func text(_ json: JSONValue, at path: String) throws -> Text {
+            var object = try StrictObject(json, at: path)
+            func checked(_ text: String, at path: String) throws -> String {
+                guard text.count <= 500 else {
+                    throw ProximaError(.invalidManifest, "\(text.count) characters, at most 500", jsonPath: path)
+                }
+                return text
+            }
+            let title = try checked(try object.string("title"), at: object.path(of: "title"))
+            let summary = try checked(try object.string("summary"), at: object.path(of: "summary"))
+            let decoder = object
+            let steps = try object.array("steps") { value, elementPath in
+                try checked(try decoder.decodeString(value, at: elementPath), at: elementPath)
+            }
+            guard (1...10).contains(steps.count) else {
+                throw ProximaError(
+                    .invalidManifest,
+                    "\(steps.count) steps, expected 1 to 10",
+                    jsonPath: object.path(of: "steps")
+                )
+            }
+            try object.finish()
+            return Text(title: title, summary: summary, steps: steps)
+        }
+    }
+
     /// The language of the process's locale (`Locale.current`), as used when none is given.
     package static var currentLanguage: String { Locale.current.language.languageCode?.identifier ?? "en" }
 
-    struct Text: Hashable, Sendable {
-        var title: String
-        var summary: String
-        var steps: [String]
+    /// One topic's words in one language.
+    package struct Text: Hashable, Sendable {
+        package var title: String
+        package var summary: String
+        package var steps: [String]
     }
 
     /// Pictures are language-free.

@@ -59,6 +59,9 @@ internal import ProximaSystem
 ///   RID and index listed in two files is refused (``CertificationAuthorityKeys/init(merging:)``).
 /// - `readerKey` (optional): path of the reader's P-256 private key (PEM) that seals envelopes v2; absent:
 ///   `<dataDirectory>/reader-key.pem`, created on first use (``ReaderKeyStore``).
+/// - `education` (optional): path of a merchant education translations file (``MerchantEducation/Translations``):
+///   the store's own wording and languages for `ProximityReaderDiscovery`, ahead of the built-in English, French
+///   and German.
 /// - `cardDataTTLSeconds` (default 60, 1…600): how long after a read the encrypted card data stays valid; the
 ///   envelope carries the expiry and processors must refuse it afterwards (Apple's is 60 s).
 package struct PaymentSettings: Sendable {
@@ -84,6 +87,8 @@ package struct PaymentSettings: Sendable {
     /// `keys/ca-public-keys-test.json` next to the manifest when that exists (the TEST keys of the virtual cards), else
     /// none (then no offline approval is ever reported: ODA cannot succeed).
     package var certificationAuthorities: CertificationAuthorityKeys = .none
+    /// The store's merchant education texts (`education`), ahead of the built-in ones.
+    package var education = MerchantEducation.Translations()
 
     /// Every `aud` value a token may carry to be accepted here: ``readerIdentifier`` first, then
     /// ``allowedAudiences``.
@@ -156,6 +161,13 @@ package struct PaymentSettings: Sendable {
         terminal.caPublicKeysPaths = keyFiles.map(\.path)
         self.terminal = terminal
         cardDataTTL = .seconds(try object.optionalInteger("cardDataTTLSeconds", in: 1...600) ?? 60)
+        education =
+            try object.optionalString("education").map {
+                try MerchantEducation.Translations(
+                    contentsOf: PathResolution.resolve($0, against: baseDirectory),
+                    jsonPath: checker.path(of: "education")
+                )
+            } ?? MerchantEducation.Translations()
         readerKeyPath = try object.optionalString("readerKey").map {
             PathResolution.resolve($0, against: baseDirectory)
         }
