@@ -1,9 +1,10 @@
 // Reader-side processing of the ISO/IEC 18013-5 Annex D DeviceResponse: session keys (ECDH + HKDF over the
 // SessionTranscript), AES-256-GCM decryption of the SessionData, CBOR parsing, the issuer signature and the
 // IACA → document signer chain, the six element digests and the deviceMac (EMacKey). The same bytes go through a
-// Python verifier built on `cryptography` and `cbor2` (the stack pymdoccbor uses) in the same run, and the
-// figure that matters is the ratio. Both sides measure their own thread's CPU time (CLOCK_THREAD_CPUTIME_ID,
-// Python's time.thread_time_ns), because wall time on a shared 2-core machine mostly measures the other tenants.
+// Python verifier built on `cryptography` and `cbor2` (the stack pymdoccbor uses) and through pymdoccbor in the
+// same run, and the figure that matters is the ratio. Both sides measure their own thread's CPU time
+// (CLOCK_THREAD_CPUTIME_ID, Python's time.thread_time_ns), because wall time on a shared 2-core machine mostly
+// measures the other tenants; and they take turns in ten rounds, so that both medians see the same load.
 //
 // The reader keeps what cannot change while its anchors are fixed: the parsed document signer certificate and
 // its validated path (re-checked only for validity at the read's time); the Python side parses and checks the
@@ -79,14 +80,22 @@ func - (lhs: ThreadCPUClock.Instant, rhs: ThreadCPUClock.Instant) -> Duration {
     .nanoseconds(lhs.nanoseconds - rhs.nanoseconds)
 }
 let clock = ThreadCPUClock()
-var swiftTimes: [Double] = []
-for _ in 0..<iterations {
-    let start = clock.now
-    _ = try verifyOnce()
-    swiftTimes.append(microseconds(clock.now - start))
-}
 
-/// The same steps in Python; prints the median microseconds per verification, or fails when a check fails.
+/// What both Python scripts end with: after warming up they print `ready`, then for each line `k` on their standard
+/// input run k verifications and print their thread CPU times (µs) on one line, until end of input.
+let servesChunks = #"""
+
+    print("ready", flush=True)
+    while True:
+        line = sys.stdin.readline()
+        if not line: break
+        chunk = []
+        for _ in range(int(line)):
+            start = time.thread_time_ns(); verify_once(); chunk.append((time.thread_time_ns() - start) / 1000)
+        print(" ".join(map(str, chunk)), flush=True)
+    """#
+
+/// The same steps in Python; fails when a check fails.
 let python = #"""
     import sys, time, hashlib, hmac, datetime
     import cbor2
@@ -95,9 +104,8 @@ let python = #"""
     from cryptography.hazmat.primitives.asymmetric import ec, utils
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-    args = dict(line.split("=", 1) for line in sys.stdin.read().split())
-    b = {k: bytes.fromhex(v) for k, v in args.items() if k != "n"}
-    n = int(args["n"])
+    args = dict(field.split("=", 1) for field in sys.stdin.readline().split())
+    b = {k: bytes.fromhex(v) for k, v in args.items()}
     now = datetime.datetime(2021, 1, 1, tzinfo=datetime.timezone.utc)
     from cryptography.x509.oid import NameOID
     IACA = x509.load_der_x509_certificate(b["iaca"])
@@ -174,16 +182,11 @@ let python = #"""
         assert hmac.compare_digest(hmac.new(emac, structure, hashlib.sha256).digest(), tag)
     verify_once()
     for _ in range(20): verify_once()
-    times = []
-    for _ in range(n):
-        start = time.thread_time_ns(); verify_once(); times.append((time.thread_time_ns() - start) / 1000)
-    times.sort()
-    print(times[len(times) // 2])
-    """#
+    """# + servesChunks
 
 /// pymdoccbor (the library issue 11 names) on the same DeviceResponse: parse, then `verify()` with the IACA as the
 /// trusted root (MSO signature, chain, digests), its clock set to the instant the other verifiers check at. It does less than either verifier above: no session keys, no
-/// decryption of SessionData, no deviceMac. Prints the median microseconds, or `missing` when it is not installed.
+/// decryption of SessionData, no deviceMac. Prints `missing` when it is not installed.
 let pymdoccbor = #"""
     import sys, time
     try:
@@ -198,43 +201,111 @@ let pymdoccbor = #"""
         @classmethod
         def now(cls, tz=None): return datetime.datetime(2021, 1, 1, tzinfo=datetime.timezone.utc)
     mso_verifier.datetime = At2021
-    args = dict(line.split("=", 1) for line in sys.stdin.read().split())
-    response, n = bytes.fromhex(args["dr"]), int(args["n"])
+    args = dict(field.split("=", 1) for field in sys.stdin.readline().split())
+    response = bytes.fromhex(args["dr"])
     iaca = cryptography.x509.load_der_x509_certificate(bytes.fromhex(args["iaca"]))
-    def once():
+    def verify_once():
         mdoc = MdocCbor()
         mdoc.loads(response)
         if not mdoc.verify(trusted_root_certs=[iaca]): raise SystemExit("pymdoccbor refused the Annex D response")
-    once()
-    times = []
-    for _ in range(n):
-        t = time.thread_time_ns(); once(); times.append((time.thread_time_ns() - t) / 1000)
-    times.sort()
-    print(times[len(times) // 2])
-    """#
+    verify_once()
+    """# + servesChunks
 
-/// Runs `script` with `fields` (`name=hex` lines) on its standard input; its printed median, or `nil` when it
-/// printed `missing`.
-func runPython(_ script: String, fields: [String], what: String) throws -> Double? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", script]
-    let input = Pipe()
-    let output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try process.run()
-    input.fileHandleForWriting.write(Data((fields + ["n=\(max(50, iterations / 5))"]).joined(separator: "\n").utf8))
-    try input.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    if process.terminationStatus == 0 && text == "missing" { return nil }
-    guard process.terminationStatus == 0, let value = Double(text) else {
-        fatalError("\(what) failed (status \(process.terminationStatus))")
+/// A Python verifier kept running beside the Swift loop: it measures in chunks between ours, so both medians come
+/// from the same stretches of the run. (Measured one after the other, each saw its own share of a shared
+/// machine's load, and the ratio moved by up to 2× between runs.)
+final class PythonVerifier {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var buffered = Data()
+    private let what: String
+    private(set) var times: [Double] = []
+
+    /// Starts `script` with `fields` (`name=hex`) on its first input line and waits until it has warmed up; `nil`
+    /// when it printed `missing`.
+    init?(_ script: String, fields: [String], what: String) throws {
+        self.what = what
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data((fields.joined(separator: " ") + "\n").utf8))
+        switch readLine() {
+        case "ready": break
+        case "missing":
+            finish()
+            return nil
+        default: fatalError("\(what) failed to start")
+        }
     }
-    return value
+
+    private func readLine() -> String? {
+        while true {
+            if let end = buffered.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffered[buffered.startIndex..<end], as: UTF8.self)
+                buffered = Data(buffered[(end + 1)...])
+                return line
+            }
+            let more = output.fileHandleForReading.availableData
+            if more.isEmpty { return nil }
+            buffered += more
+        }
+    }
+
+    /// Runs `count` verifications there and keeps their times.
+    func run(_ count: Int) {
+        input.fileHandleForWriting.write(Data("\(count)\n".utf8))
+        guard let line = readLine() else { fatalError("\(what) failed (a check did not pass)") }
+        let chunk = line.split(separator: " ").compactMap { Double($0) }
+        guard chunk.count == count else { fatalError("\(what) answered \(chunk.count) times for \(count)") }
+        times += chunk
+    }
+
+    func finish() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
 }
+
+// MDL_BENCHMARK_NO_PYTHON=1 skips the baselines (for profiling the Swift side alone).
+let runsPython = ProcessInfo.processInfo.environment["MDL_BENCHMARK_NO_PYTHON"] == nil
+let leanVerifier =
+    runsPython
+    ? try PythonVerifier(
+        python,
+        fields: [
+            "de=" + AnnexD.deviceEngagement, "rk=" + AnnexD.eReaderKeyScalar, "hs=" + AnnexD.handoverSelect,
+            "hr=" + AnnexD.handoverRequest, "sd=" + AnnexD.sessionData, "iaca=" + AnnexD.iaca,
+        ],
+        what: "the Python verifier (needs cryptography and cbor2)"
+    ) : nil
+if runsPython && leanVerifier == nil { fatalError("the Python verifier needs cryptography and cbor2") }
+let pymdoccborVerifier =
+    runsPython
+    ? try PythonVerifier(
+        pymdoccbor,
+        fields: ["dr=" + AnnexD.deviceResponse, "iaca=" + AnnexD.iaca],
+        what: "pymdoccbor"
+    )
+    : nil
+
+// Ten rounds: a tenth of our iterations, then a tenth of each Python verifier's (a fifth as many, at least 50).
+let rounds = 10
+let pythonPerRound = max(5, iterations / 5 / rounds)
+var swiftTimes: [Double] = []
+for _ in 0..<rounds {
+    for _ in 0..<max(1, iterations / rounds) {
+        let start = clock.now
+        _ = try verifyOnce()
+        swiftTimes.append(microseconds(clock.now - start))
+    }
+    leanVerifier?.run(pythonPerRound)
+    pymdoccborVerifier?.run(pythonPerRound)
+}
+leanVerifier?.finish()
+pymdoccborVerifier?.finish()
 
 /// Where the time goes: each stage measured alone, medians.
 func stage(_ body: () throws -> Void) rethrows -> Double {
@@ -329,7 +400,6 @@ let stages: [(String, Double)] = [
 ]
 for (name, value) in stages { print(String(format: "  stage %-34@ %8.1f µs", name as NSString, value)) }
 
-// MDL_BENCHMARK_NO_PYTHON=1 skips the baseline (for profiling the Swift side alone).
 // The first read of a document signer also parses its certificate (later reads find it parsed in the trust).
 var firstTimes: [Double] = []
 for _ in 0..<max(20, iterations / 5) {
@@ -352,28 +422,11 @@ for _ in 0..<max(20, iterations / 5) {
 let coldMedian = median(firstTimes)
 print(String(format: "  the whole read with a document signer not yet seen: %8.1f µs", coldMedian))
 
-let runsPython = ProcessInfo.processInfo.environment["MDL_BENCHMARK_NO_PYTHON"] == nil
-var pythonMedian = Double.nan
-var pymdoccborMedian: Double?
-if runsPython {
-    pythonMedian =
-        try runPython(
-            python,
-            fields: [
-                "de=" + AnnexD.deviceEngagement, "rk=" + AnnexD.eReaderKeyScalar, "hs=" + AnnexD.handoverSelect,
-                "hr=" + AnnexD.handoverRequest, "sd=" + AnnexD.sessionData, "iaca=" + AnnexD.iaca,
-            ],
-            what: "the Python verifier (needs cryptography and cbor2)"
-        ) ?? .nan
-    pymdoccborMedian = try runPython(
-        pymdoccbor,
-        fields: ["dr=" + AnnexD.deviceResponse, "iaca=" + AnnexD.iaca],
-        what: "pymdoccbor"
-    )
-}
+let pythonMedian = leanVerifier.map { median($0.times) } ?? .nan
+let pymdoccborMedian = pymdoccborVerifier.map { median($0.times) }
 let swiftMedian = median(swiftTimes)
 print("Annex D DeviceResponse, reader side (keys, decrypt, parse, issuer signature + chain, 6 digests, deviceMac)")
-print(String(format: "  Proxima:          %8.1f µs median of %d (thread CPU time)", swiftMedian, iterations))
+print(String(format: "  Proxima:          %8.1f µs median of %d (thread CPU time)", swiftMedian, swiftTimes.count))
 print(
     String(
         format: "  Python verifier:  %8.1f µs median (cryptography + cbor2, same bytes, same run, thread CPU time)",

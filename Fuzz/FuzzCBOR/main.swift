@@ -27,6 +27,14 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     case (.failure(let a as CBORError), .failure(let b as CBORError)) where a == b: break
     default: fatalError("stepping and decoding disagree for \(bytes.hexString)")
     }
+    // Decoding embedded CBOR in place must give what decoding and then unwrapping gives, value or error.
+    let copied = Result { try CBORDecoder.decode(bytes).decodeEmbedded() }
+    let inPlace = Result { try CBORDecoder.decodeEmbedded(bytes[...]) }
+    switch (copied, inPlace) {
+    case (.success(let a), .success(let b)) where a.encoded == b.encoded: break  // encoded: NaN is not equal to itself
+    case (.failure(let a as CBORError), .failure(let b as CBORError)) where a == b: break
+    default: fatalError("embedded decoding in place and by copy disagree for \(bytes.hexString)")
+    }
     _ = try? CBORDecoder.decode(bytes, limits: CBORDecoder.Limits(maximumDepth: 2, maximumItemCount: 16))
     _ = try? CBORDecoder.encodedItem(in: bytes, at: [.index(0), .key("a"), .index(1)])
     _ = try? CBORDecoder.encodedElements(ofArray: bytes)

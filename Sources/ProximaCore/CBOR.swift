@@ -8,7 +8,10 @@
 /// Embedded CBOR (tag 24) stays a byte string inside the tag: the holder's bytes are hashed and MACed as received,
 /// never re-encoded (ISO/IEC 18013-5 §8.3.2.1.2.2). Descriptions print the structure with byte and text lengths
 /// only, because items may carry identity data; ``diagnostic`` prints values (RFC 8949 §8) for tests and tools.
-public indirect enum CBORValue: Hashable, Sendable {
+///
+/// Only ``tagged(_:_:)`` is `indirect` (its content is a value): arrays and maps already hold their elements in
+/// heap storage, and boxing every integer and string would cost the decoder one allocation per item.
+public enum CBORValue: Hashable, Sendable {
     /// Major type 0: an unsigned integer 0…2⁶⁴−1.
     case unsigned(UInt64)
     /// Major type 1: the integer −1−n for n in 0…2⁶⁴−1.
@@ -22,7 +25,7 @@ public indirect enum CBORValue: Hashable, Sendable {
     /// Major type 5: a map, entries in order; keys are unique.
     case map([CBORMapEntry])
     /// Major type 6: a tag number and its content.
-    case tagged(UInt64, CBORValue)
+    indirect case tagged(UInt64, CBORValue)
     /// Major type 7, simple values 20 and 21.
     case boolean(Bool)
     /// Major type 7, simple value 22.

@@ -25,7 +25,13 @@ public struct CBORDecoder {
         public static let `default` = Limits()
     }
 
-    private let bytes: [UInt8]
+    /// The input; a slice of a larger buffer is read in place (an item found inside a message is decoded without
+    /// copying it out). Offsets count from its first byte.
+    private let bytes: ArraySlice<UInt8>
+    /// `bytes.startIndex`: offset `o` is `bytes[startIndex + o]`.
+    private let startIndex: Int
+    /// `bytes.count`.
+    private let size: Int
     private let limits: Limits
     /// The offset of the next byte to read.
     public private(set) var offset: Int
@@ -33,7 +39,14 @@ public struct CBORDecoder {
 
     /// A decoder over `bytes`, starting at offset 0.
     public init(_ bytes: [UInt8], limits: Limits = .default) {
+        self.init(bytes[...], limits: limits)
+    }
+
+    /// A decoder over `bytes` (read in place), starting at offset 0, its first byte.
+    public init(_ bytes: ArraySlice<UInt8>, limits: Limits = .default) {
         self.bytes = bytes
+        self.startIndex = bytes.startIndex
+        self.size = bytes.count
         self.limits = limits
         self.offset = 0
     }
@@ -43,16 +56,56 @@ public struct CBORDecoder {
     /// - Throws: ``CBORError`` naming the offset: `.trailingBytes` when bytes follow the item, `.tooLong` when the
     ///   input exceeds `limits.maximumInputSize`, or any error of ``decodeNext()``.
     public static func decode(_ bytes: [UInt8], limits: Limits = .default) throws -> CBORValue {
+        try decode(bytes[...], limits: limits)
+    }
+
+    /// Decodes exactly one data item filling `bytes`, read in place; offsets count from its first byte.
+    ///
+    /// - Throws: As ``decode(_:limits:)``.
+    public static func decode(_ bytes: ArraySlice<UInt8>, limits: Limits = .default) throws -> CBORValue {
         var decoder = CBORDecoder(bytes, limits: limits)
         let value = try decoder.decodeNext()
-        guard decoder.isAtEnd else {
-            throw CBORError(.trailingBytes, at: decoder.offset, "\(bytes.count - decoder.offset) bytes follow the item")
-        }
+        try decoder.checkAtEnd()
         return value
     }
 
+    /// Decodes the item embedded in the single item `bytes` holds, which must be `#6.24(bstr)` (RFC 8949
+    /// §3.4.5.1): the same outcome as ``decode(_:limits:)`` followed by ``CBORValue/decodeEmbedded(limits:)``,
+    /// errors included, but a definite byte string's content is decoded where it lies instead of being copied
+    /// into a value first.
+    ///
+    /// - Throws: ``CBORError``: any error of decoding `bytes`; `.unexpectedType` at 0 when it is not
+    ///   `#6.24(bstr)`; any error of decoding the embedded bytes (offsets count from their first byte).
+    public static func decodeEmbedded(_ bytes: ArraySlice<UInt8>, limits: Limits = .default) throws -> CBORValue {
+        // Stepping over the item makes the checks decoding it would, in the same order, with the same errors.
+        var outer = CBORDecoder(bytes, limits: limits)
+        _ = try outer.nextEncodedItem()
+        try outer.checkAtEnd()
+        var reader = CBORDecoder(bytes, limits: limits)
+        let tag = try reader.head()
+        guard tag.major == 6, tag.argument == CBORValue.embeddedCBORTag else {
+            throw CBORError(.unexpectedType, at: 0, "expected #6.24(bstr) (embedded CBOR)")
+        }
+        let content = try reader.head()
+        guard content.major == 2 else {
+            throw CBORError(.unexpectedType, at: 0, "expected #6.24(bstr) (embedded CBOR)")
+        }
+        if content.indefinite { return try decode(try reader.string(content, major: 2), limits: limits) }
+        let range = try reader.definiteRange(content)
+        return try decode(reader.slice(range), limits: limits)
+    }
+
+    /// The input bytes at `range` (offsets).
+    private func slice(_ range: Range<Int>) -> ArraySlice<UInt8> {
+        bytes[(startIndex + range.lowerBound)..<(startIndex + range.upperBound)]
+    }
+
+    private func checkAtEnd() throws {
+        guard isAtEnd else { throw CBORError(.trailingBytes, at: offset, "\(size - offset) bytes follow the item") }
+    }
+
     /// Whether every byte has been read.
-    public var isAtEnd: Bool { offset >= bytes.count }
+    public var isAtEnd: Bool { offset >= size }
 
     /// Decodes the next data item.
     ///
@@ -64,8 +117,8 @@ public struct CBORDecoder {
     }
 
     private func checkInputSize() throws {
-        guard bytes.count <= limits.maximumInputSize else {
-            throw CBORError(.tooLong, at: 0, "input of \(bytes.count) bytes exceeds \(limits.maximumInputSize)")
+        guard size <= limits.maximumInputSize else {
+            throw CBORError(.tooLong, at: 0, "input of \(size) bytes exceeds \(limits.maximumInputSize)")
         }
     }
 
@@ -75,9 +128,9 @@ public struct CBORDecoder {
     /// - Throws: As ``decodeNext()``.
     public mutating func nextEncodedItem() throws -> ArraySlice<UInt8> {
         try checkInputSize()
-        let start = offset
+        let first = offset
         try skip(depth: 0)
-        return bytes[start..<offset]
+        return slice(first..<offset)
     }
 
     /// A step on the way to a nested item: a map key or an array index.
@@ -94,6 +147,16 @@ public struct CBORDecoder {
     /// - Throws: ``CBORError`` when the bytes do not decode.
     public static func encodedItem(
         in bytes: [UInt8],
+        at path: [PathComponent],
+        limits: Limits = .default
+    ) throws -> ArraySlice<UInt8>? {
+        try encodedItem(in: bytes[...], at: path, limits: limits)
+    }
+
+    /// ``encodedItem(in:at:limits:)`` over bytes read in place: the result is a slice of `bytes`, and error
+    /// offsets count from its first byte.
+    public static func encodedItem(
+        in bytes: ArraySlice<UInt8>,
         at path: [PathComponent],
         limits: Limits = .default
     ) throws -> ArraySlice<UInt8>? {
@@ -136,6 +199,15 @@ public struct CBORDecoder {
         ofArray bytes: [UInt8],
         limits: Limits = .default
     ) throws -> [ArraySlice<UInt8>]? {
+        try encodedElements(ofArray: bytes[...], limits: limits)
+    }
+
+    /// ``encodedElements(ofArray:limits:)`` over bytes read in place: the results are slices of `bytes`, and
+    /// error offsets count from its first byte.
+    public static func encodedElements(
+        ofArray bytes: ArraySlice<UInt8>,
+        limits: Limits = .default
+    ) throws -> [ArraySlice<UInt8>]? {
         var decoder = CBORDecoder(bytes, limits: limits)
         var head = try decoder.head()
         while head.major == 6 { head = try decoder.head() }
@@ -151,8 +223,8 @@ public struct CBORDecoder {
     /// Advances through a definite or indefinite container: `true` while another element follows (counting it).
     private mutating func hasMore(indefinite: Bool, count: inout Int, of total: UInt64) throws -> Bool {
         if indefinite {
-            guard offset < bytes.count else { throw CBORError(.truncated, at: offset, "no break code") }
-            if bytes[offset] == 0xFF {
+            guard offset < size else { throw CBORError(.truncated, at: offset, "no break code") }
+            if bytes[startIndex + offset] == 0xFF {
                 offset += 1
                 return false
             }
@@ -175,8 +247,8 @@ public struct CBORDecoder {
 
     private mutating func head() throws -> Head {
         let start = offset
-        guard offset < bytes.count else { throw CBORError(.truncated, at: offset, "expected a data item") }
-        let initial = bytes[offset]
+        guard offset < size else { throw CBORError(.truncated, at: offset, "expected a data item") }
+        let initial = bytes[startIndex + offset]
         offset += 1
         let major = initial >> 5
         let info = initial & 0x1F
@@ -185,12 +257,12 @@ public struct CBORDecoder {
         case 0..<24: argument = UInt64(info)
         case 24...27:
             let width = 1 << Int(info - 24)
-            guard bytes.count - offset >= width else {
+            guard size - offset >= width else {
                 throw CBORError(.truncated, at: start, "head needs \(width) argument bytes")
             }
             argument = 0
             for _ in 0..<width {
-                argument = argument << 8 | UInt64(bytes[offset])
+                argument = argument << 8 | UInt64(bytes[startIndex + offset])
                 offset += 1
             }
         case 31:
@@ -204,10 +276,10 @@ public struct CBORDecoder {
         return Head(major: major, info: info, argument: argument, indefinite: false, offset: start)
     }
 
-    private mutating func count(_ start: Int) throws {
+    private mutating func count(_ itemOffset: Int) throws {
         itemCount += 1
         guard itemCount <= limits.maximumItemCount else {
-            throw CBORError(.tooManyItems, at: start, "more than \(limits.maximumItemCount) data items")
+            throw CBORError(.tooManyItems, at: itemOffset, "more than \(limits.maximumItemCount) data items")
         }
     }
 
@@ -221,12 +293,7 @@ public struct CBORDecoder {
         case 0: return .unsigned(head.argument)
         case 1: return .negative(head.argument)
         case 2: return .byteString(try string(head, major: 2))
-        case 3:
-            let raw = try string(head, major: 3)
-            guard let text = String(validating: raw, as: UTF8.self) else {
-                throw CBORError(.invalidUTF8, at: head.offset, "text string is not valid UTF-8")
-            }
-            return .textString(text)
+        case 3: return .textString(try text(head))
         case 4:
             var items: [CBORValue] = []
             if head.indefinite {
@@ -241,7 +308,7 @@ public struct CBORDecoder {
             var entries: [CBORMapEntry] = []
             var keys = MapKeys()
             func add(_ keyOffset: Int, _ key: CBORValue, _ value: CBORValue) throws {
-                try keys.insert(key, at: keyOffset)
+                try keys.insert(key, at: keyOffset, after: entries)
                 entries.append(CBORMapEntry(key, value))
             }
             if head.indefinite {
@@ -289,11 +356,13 @@ public struct CBORDecoder {
         case 5:
             // Keys are decoded (they are compared for duplicates, as `item` does); values are skipped.
             var keys = MapKeys()
+            var earlier: [CBORMapEntry] = []  // keys only: the values are not built
             func entry() throws {
                 let keyOffset = offset
                 let key = try item(depth: depth + 1)
                 try skip(depth: depth + 1)
-                try keys.insert(key, at: keyOffset)
+                try keys.insert(key, at: keyOffset, after: earlier)
+                earlier.append(CBORMapEntry(key, .null))
             }
             if head.indefinite {
                 while try !takeBreak() { try entry() }
@@ -313,13 +382,31 @@ public struct CBORDecoder {
             valid = major != 3 || String(validating: joined, as: UTF8.self) != nil
         } else {
             let range = try definiteRange(head)
-            valid = major != 3 || Self.isValidUTF8(bytes[range])
+            valid = major != 3 || Self.isValidUTF8(slice(range))
         }
         guard valid else { throw CBORError(.invalidUTF8, at: head.offset, "text string is not valid UTF-8") }
     }
 
+    /// A text string's value: a definite string's bytes are checked and read where they lie, an indefinite one's
+    /// once joined. `String(validating:as:)` is not used: it is generic and looks up its metadata at run time on
+    /// every call, which cost more than the rest of decoding a short string.
+    private mutating func text(_ head: Head) throws -> String {
+        let raw: ArraySlice<UInt8>
+        if head.indefinite {
+            raw = try string(head, major: 3)[...]
+        } else {
+            let range = try definiteRange(head)
+            raw = slice(range)
+        }
+        guard Self.isValidUTF8(raw) else {
+            throw CBORError(.invalidUTF8, at: head.offset, "text string is not valid UTF-8")
+        }
+        return String(decoding: raw, as: UTF8.self)
+    }
+
     /// Whether `bytes` are well-formed UTF-8 (the check `String(validating:as:)` makes), without building a string.
     static func isValidUTF8(_ bytes: ArraySlice<UInt8>) -> Bool {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return true }  // ASCII: nearly every key and value in an mdoc
         var parser = Unicode.UTF8.ForwardParser()
         var iterator = bytes.makeIterator()
         while true {
@@ -333,17 +420,17 @@ public struct CBORDecoder {
 
     /// Consumes a break code if one is next; throws at the end of input.
     private mutating func takeBreak() throws -> Bool {
-        guard offset < bytes.count else {
+        guard offset < size else {
             throw CBORError(.truncated, at: offset, "indefinite-length item has no break code")
         }
-        guard bytes[offset] == 0xFF else { return false }
+        guard bytes[startIndex + offset] == 0xFF else { return false }
         offset += 1
         return true
     }
 
     /// The element count of a definite array or map, refused when the remaining bytes cannot hold it.
     private func boundedCount(_ head: Head, perElement: UInt64) throws -> Int {
-        let remaining = UInt64(bytes.count - offset)
+        let remaining = UInt64(size - offset)
         guard head.argument <= remaining / perElement else {
             throw CBORError(
                 .tooLong,
@@ -376,11 +463,14 @@ public struct CBORDecoder {
         return out
     }
 
-    private mutating func definiteBytes(_ head: Head) throws -> [UInt8] { Array(bytes[try definiteRange(head)]) }
+    private mutating func definiteBytes(_ head: Head) throws -> [UInt8] {
+        let range = try definiteRange(head)  // first: `slice(try definiteRange(head))` would copy the decoder
+        return Array(slice(range))
+    }
 
     /// The bytes of a definite string's content, refused when fewer remain; the offset moves past them.
     private mutating func definiteRange(_ head: Head) throws -> Range<Int> {
-        let remaining = bytes.count - offset
+        let remaining = size - offset
         guard head.argument <= UInt64(remaining) else {
             throw CBORError(
                 .tooLong,
@@ -454,21 +544,21 @@ enum Float16Bits {
     }
 }
 
-/// The keys of one map being decoded, refusing a duplicate. Small maps (every mdoc map) are checked by a scan; a
-/// hash set only pays off for large ones, and costs an allocation per map.
+/// The duplicate-key check of one map being decoded. Small maps (every mdoc map) are checked by a scan of the keys
+/// already read, which the caller holds anyway (decoding: its entries); a hash set only pays off for large ones,
+/// and costs an allocation per map.
 private struct MapKeys {
-    private var keys: [CBORValue] = []
     private var set = Set<CBORValue>()
 
-    mutating func insert(_ key: CBORValue, at keyOffset: Int) throws {
+    /// Refuses `key` when one of `earlier` (the entries read before it, in order) has it.
+    mutating func insert(_ key: CBORValue, at keyOffset: Int, after earlier: [CBORMapEntry]) throws {
         let duplicate: Bool
-        if keys.count < 16 {
-            duplicate = keys.contains(key)
+        if earlier.count < 16 {
+            duplicate = earlier.contains { $0.key == key }
         } else {
-            if set.isEmpty { set = Set(keys) }
+            if set.isEmpty { set = Set(earlier.map { $0.key }) }
             duplicate = !set.insert(key).inserted
         }
         guard !duplicate else { throw CBORError(.duplicateMapKey, at: keyOffset, "map key \(key) appears twice") }
-        keys.append(key)
     }
 }

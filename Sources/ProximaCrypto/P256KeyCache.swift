@@ -157,6 +157,9 @@ final class P256Group: @unchecked Sendable {
     func validatedUncompressedPoint(_ encoded: [UInt8]) throws -> [UInt8] {
         try withScratch { numbers, point, _ in
             try decode(encoded, into: point, numbers)
+            // An uncompressed point that decoded (both coordinates below p, on the curve) is its own encoding;
+            // writing it again costs a field inversion (the affine conversion), a fifth of the ECDH after it.
+            if encoded.count == 65, encoded[0] == 0x04 { return encoded }
             return try uncompressed(point, numbers)
         }
     }

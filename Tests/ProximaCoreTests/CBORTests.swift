@@ -100,11 +100,83 @@ struct CBORTests {
         #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
     }
 
+    @Test func decodingAnEmbeddedItemInPlaceAgreesWithDecodingThenUnwrapping() throws {
+        // #6.24(bstr) around the item above, definite and as two indefinite chunks, inside a larger buffer (so the
+        // slice does not start at index 0); every mutation must give the same value or the same error (kind and
+        // offset) from `decodeEmbedded(slice)` as from decoding a copy and then `decodeEmbedded()`.
+        let inner = bytes(
+            "a56161820120626e6f7f62c3a96161ff5f420102ff9f01a1616202fff5d8184ea2646e616d65637a6f65f4f9fbff"
+                + "fa3f800000fb3ff199999999999a"
+        )
+        let definite: [UInt8] = [0xD8, 0x18, 0x58, UInt8(inner.count)] + inner
+        let chunked: [UInt8] =
+            [0xD8, 0x18, 0x5F, 0x45] + inner[..<5] + [0x58, UInt8(inner.count - 5)] + inner[5...]
+            + [0xFF]
+        var random = SplitMix64(seed: 0x24)
+        var disagreements: [String] = []
+        for (seedIndex, seed) in [definite, chunked].enumerated() {
+            #expect(try CBORDecoder.decodeEmbedded(seed[...]) == CBORDecoder.decode(inner))
+            for round in 0..<10_000 {
+                var item = seed
+                for _ in 0...(round % 3) {
+                    let position = Int(random.next() % UInt64(item.count))
+                    switch random.next() % 3 {
+                    case 0: item[position] = UInt8(truncatingIfNeeded: random.next())
+                    case 1: item.remove(at: position)
+                    default: item.insert(UInt8(truncatingIfNeeded: random.next()), at: position)
+                    }
+                    if item.isEmpty { item = [0] }
+                }
+                let buffer = [0x82, 0x01] + item + [0xF6]
+                let slice = buffer[2..<(buffer.count - 1)]
+                let copied = Result { try CBORDecoder.decode(Array(slice)).decodeEmbedded() }
+                let inPlace = Result { try CBORDecoder.decodeEmbedded(slice) }
+                switch (copied, inPlace) {
+                // Compared encoded: a mutated float may be a NaN, which is not equal to itself.
+                case (.success(let a), .success(let b)) where a.encoded == b.encoded: continue
+                case (.failure(let a as CBORError), .failure(let b as CBORError)) where a == b: continue
+                default: disagreements.append("seed \(seedIndex) round \(round): copy \(copied), in place \(inPlace)")
+                }
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
+    }
+
+    @Test func aSliceIsReadInPlaceWithOffsetsFromItsStart() throws {
+        let buffer = bytes("0000" + "62c080" + "6161" + "00")
+        #expect(throws: CBORError(.invalidUTF8, at: 0, "")) { try CBORDecoder.decode(buffer[2..<5]) }
+        #expect(throws: CBORError(.trailingBytes, at: 2, "")) { try CBORDecoder.decode(buffer[5...]) }
+        #expect(try CBORDecoder.decode(buffer[5..<7]) == "a")
+        let nested = bytes("ff" + "a1616182f6d8184101" + "ff")
+        let found = try #require(try CBORDecoder.encodedItem(in: nested[1..<10], at: [.key("a"), .index(1)]))
+        #expect(found.startIndex == 6)
+        #expect(Array(found) == bytes("d8184101"))
+        #expect(try CBORDecoder.decodeEmbedded(found) == .unsigned(1))
+    }
+
     @Test("text is checked as UTF-8 when stepped over", arguments: ["62c080", "64f4908080", "62e282", "61ff", "61bf"])
     func invalidUTF8Skipped(_ hex: String) {
         var decoder = CBORDecoder(bytes(hex))
         #expect(throws: CBORError(.invalidUTF8, at: 0, "")) { try decoder.nextEncodedItem() }
         #expect(throws: CBORError(.invalidUTF8, at: 0, "")) { try CBORDecoder.decode(bytes(hex)) }
+    }
+
+    @Test func textIsAcceptedExactlyWhenStringValidatingAcceptsIt() throws {
+        // Short byte runs weighted towards lead and continuation bytes, as a definite and an indefinite text string.
+        var random = SplitMix64(seed: 0x7F8)
+        let pool: [UInt8] =
+            [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF]
+            + [0xF0, 0xF4, 0xF5, 0xFF]
+        for _ in 0..<20_000 {
+            let raw = (0..<Int(random.next() % 7)).map { _ in pool[Int(random.next() % UInt64(pool.count))] }
+            let expected = String(validating: raw, as: UTF8.self)
+            for encoded in [[0x60 | UInt8(raw.count)] + raw, [0x7F, 0x60 | UInt8(raw.count)] + raw + [0xFF]] {
+                let decoded = try? CBORDecoder.decode(encoded)
+                #expect(decoded == expected.map { .textString($0) }, "\(raw)")
+                var stepping = CBORDecoder(encoded)
+                #expect(((try? stepping.nextEncodedItem()) != nil) == (expected != nil), "\(raw)")
+            }
+        }
     }
 
     @Test func theItemLimitStopsAWideFlatArray() {

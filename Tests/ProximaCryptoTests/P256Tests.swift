@@ -51,6 +51,19 @@ private enum Curve {
         #expect(try P256.PublicKey(pemRepresentation: key.pemRepresentation) == key)
     }
 
+    /// A validated uncompressed point is kept as given (not re-encoded); a coordinate ≥ p never passes, and a hybrid
+    /// encoding (06/07), if OpenSSL takes it, comes back uncompressed.
+    @Test func uncompressedPointsAreCheckedAndKeptAsGiven() throws {
+        let g = bytes("04" + Curve.gx + Curve.gy)
+        #expect(try P256.PublicKey(x963Representation: g).x963Representation == g)
+        #expect(try ECPublicKey(curve: .p256, x963Representation: g).x963Representation == g)
+        #expect(throws: CryptoError.self) { try P256.PublicKey(x963Representation: bytes("04" + Curve.p + Curve.gy)) }
+        #expect(throws: CryptoError.self) { try P256.PublicKey(x963Representation: bytes("04" + Curve.gx + Curve.p)) }
+        if let hybrid = try? P256.PublicKey(x963Representation: bytes("07" + Curve.gx + Curve.gy)) {
+            #expect(hybrid.x963Representation == g)
+        }
+    }
+
     /// The generator G in both encodings: 03 because Gy is odd.
     @Test func compressedGenerator() throws {
         let g = try P256.PublicKey(x963Representation: bytes("04" + Curve.gx + Curve.gy))

@@ -134,7 +134,7 @@ package func verifyDeviceResponse(
         guard let payload = issuerAuth.payload else {
             throw MobileDocumentError(.malformedMSO, "issuerAuth payload is detached")
         }
-        mso = try CBORDecoder.decode(payload, limits: limits).decodeEmbedded(limits: limits)
+        mso = try CBORDecoder.decodeEmbedded(payload[...], limits: limits)
     } catch let error as MobileDocumentError {
         throw error
     } catch {
@@ -187,14 +187,15 @@ package func verifyDeviceResponse(
     // Issuer-signed elements, each digest over the bytes as received.
     var elements: [String: [String: CBORValue]] = [:]
     let namespaces = issuerSigned["nameSpaces"]?.mapValue ?? []
-    let namespacesBytes: [UInt8]
+    // Slices of `response` from here on: the items are found, decoded and hashed where they lie.
+    let namespacesBytes: ArraySlice<UInt8>
     do {
-        let found = try CBORDecoder.encodedItem(
-            in: response,
-            at: documentPath + [.key("issuerSigned"), .key("nameSpaces")],
-            limits: limits
-        )
-        namespacesBytes = found.map(Array.init) ?? []
+        namespacesBytes =
+            try CBORDecoder.encodedItem(
+                in: response,
+                at: documentPath + [.key("issuerSigned"), .key("nameSpaces")],
+                limits: limits
+            ) ?? []
     } catch {
         throw MobileDocumentError.decoding(.malformedResponse, "issuerSigned.nameSpaces", error)
     }
@@ -208,7 +209,7 @@ package func verifyDeviceResponse(
         let items: [ArraySlice<UInt8>]
         do {
             guard let array = try CBORDecoder.encodedItem(in: namespacesBytes, at: [.key(entry.key)], limits: limits),
-                let found = try CBORDecoder.encodedElements(ofArray: Array(array), limits: limits)
+                let found = try CBORDecoder.encodedElements(ofArray: array, limits: limits)
             else { throw MobileDocumentError(.malformedResponse, "namespace \(namespace) is not an array") }
             items = found
         } catch let error as MobileDocumentError {
@@ -221,7 +222,7 @@ package func verifyDeviceResponse(
         for itemBytes in items {
             let item: CBORValue
             do {
-                item = try CBORDecoder.decode(Array(itemBytes), limits: limits).decodeEmbedded(limits: limits)
+                item = try CBORDecoder.decodeEmbedded(itemBytes, limits: limits)
             } catch {
                 throw MobileDocumentError.decoding(.malformedResponse, "an IssuerSignedItem of \(namespace)", error)
             }

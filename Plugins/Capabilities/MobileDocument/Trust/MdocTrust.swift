@@ -54,7 +54,7 @@ package struct MdocTrust: Sendable {
         intermediates: [X509Certificate],
         at time: Int64
     ) throws -> X509Certificate {
-        let key = ([documentSigner] + intermediates).map(\.derRepresentation)
+        let key = ([documentSigner] + intermediates).map { DERKey(bytes: $0.derRepresentation) }
         if let known = paths.path(for: key), known.notBefore <= time, time <= known.notAfter { return known.iaca }
         let iaca = try MdocCertificateProfile.validateDocumentSigner(
             documentSigner,
@@ -83,25 +83,38 @@ package struct MdocTrust: Sendable {
 
     /// The docTypes `iaca` may issue: `nil` (any) for a manifest anchor, else its VICAL entries' list.
     package func docTypes(issuedBy iaca: X509Certificate) -> Set<String>? {
-        listedDocTypes[iaca.derRepresentation]
+        listedDocTypes.isEmpty ? nil : listedDocTypes[iaca.derRepresentation]  // no VICAL: no hashing of the DER
+    }
+}
+
+/// A DER encoding as a dictionary key, hashed in one pass over its bytes: `[UInt8]`'s own hashing feeds the
+/// hasher one byte at a time, which for a certificate costs more than the rest of the lookup. Equality is the
+/// bytes'.
+struct DERKey: Hashable, Sendable {
+    let bytes: [UInt8]
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes.count)
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 }
 
 /// Parsed certificates by DER, at most ``limit`` of them (then it starts afresh).
 final class CertificateCache: Sendable {
     static let limit = 256
-    private let parsed = Mutex<[[UInt8]: X509Certificate]>([:])
+    private let parsed = Mutex<[DERKey: X509Certificate]>([:])
 
     func removeAll() { parsed.withLock { $0.removeAll() } }
 
     /// The certificate of `der`, parsed once.
     /// - Throws: ``ProximaCrypto/X509Error`` when it does not parse.
     func certificate(_ der: [UInt8]) throws -> X509Certificate {
-        if let known = parsed.withLock({ $0[der] }) { return known }
+        let key = DERKey(bytes: der)
+        if let known = parsed.withLock({ $0[key] }) { return known }
         let certificate = try X509Certificate(derRepresentation: der)
         parsed.withLock {
             if $0.count >= Self.limit { $0.removeAll() }
-            $0[der] = certificate
+            $0[key] = certificate
         }
         return certificate
     }
@@ -117,13 +130,13 @@ struct ValidatedPath: Sendable {
 /// Validated paths by the DER of their certificates (leaf first), at most ``limit`` (then it starts afresh).
 final class PathCache: Sendable {
     static let limit = 256
-    private let validated = Mutex<[[[UInt8]]: ValidatedPath]>([:])
+    private let validated = Mutex<[[DERKey]: ValidatedPath]>([:])
 
-    func path(for key: [[UInt8]]) -> ValidatedPath? { validated.withLock { $0[key] } }
+    func path(for key: [DERKey]) -> ValidatedPath? { validated.withLock { $0[key] } }
 
     func removeAll() { validated.withLock { $0.removeAll() } }
 
-    func remember(_ path: ValidatedPath, for key: [[UInt8]]) {
+    func remember(_ path: ValidatedPath, for key: [DERKey]) {
         validated.withLock {
             if $0.count >= Self.limit { $0.removeAll() }
             $0[key] = path
