@@ -222,9 +222,10 @@ struct VASSession {
         }
     }
 
-    func checkCancellation(before step: String) throws {
+    /// `step` is only made when the task was cancelled.
+    func checkCancellation(before step: @autoclosure () -> String) throws {
         guard Task.isCancelled else { return }
-        throw ProximaError(.cancelled, "cancelled before \(step)", reader: channel.reader, lane: context.lane)
+        throw ProximaError(.cancelled, "cancelled before \(step())", reader: channel.reader, lane: context.lane)
     }
 }
 

@@ -68,7 +68,9 @@ package struct LoyaltySettings: Sendable {
     /// Google Smart Tap's collector: its id, the version of its long-term key and the key, which signs every
     /// session. `CustomStringConvertible` shows the id and version only.
     package struct SmartTap: Sendable, CustomStringConvertible {
-        package var collectorID: UInt32
+        package var collectorID: UInt32 {
+            didSet { collectorName = String(collectorID) }
+        }
         package var keyVersion: UInt32
         /// The key that signs each session (its OpenSSL objects are kept by ProximaCrypto's P-256 key cache after
         /// its first signature).
@@ -76,12 +78,13 @@ package struct LoyaltySettings: Sendable {
 
         package init(collectorID: UInt32, keyVersion: UInt32, privateKey: P256.PrivateKey) throws {
             self.collectorID = collectorID
+            self.collectorName = String(collectorID)
             self.keyVersion = keyVersion
             self.signingKey = privateKey
         }
 
-        /// The collector ID in decimal: the merchant id of its entries.
-        package var collectorName: String { String(collectorID) }
+        /// The collector ID in decimal: the merchant id of its entries (made once, not on every look-up of a tap).
+        package private(set) var collectorName: String
 
         package var description: String { "Smart Tap collector \(collectorID) key version \(keyVersion)" }
     }

@@ -28,8 +28,8 @@ package struct NDEFRecord: Hashable, Sendable {
 
     /// Whether this is the Smart Tap record `name` (`ses`, `reb`, `n`, …).
     package func isNamed(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        return type == bytes || id == bytes
+        // Compared in place: no array is made per record and name looked for.
+        type.elementsEqual(name.utf8) || id.elementsEqual(name.utf8)
     }
 }
 
@@ -105,6 +105,7 @@ package enum NDEF {
     /// Encodes `records` as one message (short records where the payload fits in a byte).
     package static func encode(_ records: [NDEFRecord]) -> [UInt8] {
         var out: [UInt8] = []
+        out.reserveCapacity(records.reduce(0) { $0 + 7 + $1.type.count + $1.id.count + $1.payload.count })
         for (index, record) in records.enumerated() {
             let short = record.payload.count < 256
             var header = record.tnf & 0x07
@@ -123,7 +124,9 @@ package enum NDEF {
                 ]
             }
             if !record.id.isEmpty { out.append(UInt8(truncatingIfNeeded: record.id.count)) }
-            out += record.type + record.id + record.payload
+            out += record.type
+            out += record.id
+            out += record.payload
         }
         return out
     }
