@@ -28,7 +28,12 @@ public enum BuiltinPlugins {
                 )
                 let clock = context.clock
                 let time = SimulatorTime(now: { clock.now }, sleepUntil: { try await clock.sleep(until: $0) })
-                return SimulatorTransport(id: context.id, configuration: configuration, time: time)
+                return SimulatorTransport(
+                    id: context.id,
+                    configuration: configuration,
+                    time: time,
+                    reportsCardPresence: context.reportsCardPresence
+                )
             }
         )
         registry.register(

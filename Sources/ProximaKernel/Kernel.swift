@@ -95,7 +95,9 @@ public final class Kernel: Sendable {
                 continue
             }
             do {
-                built.append((entry.id, try type.make(manifest.pluginContext(for: entry, clock: clock))))
+                var context = manifest.pluginContext(for: entry, clock: clock)
+                context.reportsCardPresence = false  // `follow` has no use for them
+                built.append((entry.id, try type.make(context)))
             } catch {
                 failed.append(PluginFailure(pluginID: entry.id, reason: "\(error)"))
             }

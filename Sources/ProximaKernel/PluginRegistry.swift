@@ -14,6 +14,11 @@ public struct PluginContext: Sendable {
     /// The kernel's data directory (absolute).
     public var dataDirectory: String
     public var clock: KernelClock
+    /// Whether whoever reads the transport's events wants `cardPresent`/`cardRemoved`: a remote agent forwards
+    /// them; a kernel does not use them (it learns of a card by connecting), so it builds its transports with
+    /// `false`, and a transport that makes these events itself (the simulator, per tap) may then skip them: each
+    /// one wakes the reading task. Transports that only relay what hardware reports may ignore it.
+    public var reportsCardPresence: Bool = true
 
     public init(
         id: String,

@@ -19,6 +19,27 @@ import Testing
         #expect(uids == [1, 2, 3, 1, 2, 3, 1])
     }
 
+    /// Built for a kernel (`PluginContext.reportsCardPresence` false): taps and a pulled card make no card events,
+    /// reader events still come.
+    @Test func withoutCardPresenceEventsOnlyReaderEventsCome() async throws {
+        let transport = makeTransport(faults: .init(removeAfterExchanges: 1), reportsCardPresence: false)
+        for _ in 0..<3 {
+            let channel = try await transport.connect(to: "sim-0", options: ConnectOptions())
+            _ = try await channel.transmit(try CommandAPDU(cla: 0x00, ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xA0]))
+            let pulled = await proximaError {
+                try await channel.transmit(try CommandAPDU(cla: 0x00, ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xA0]))
+            }
+            #expect(pulled?.code == .cardRemoved)
+            await channel.close()
+        }
+        let running = Task { try await transport.run() }
+        var events = transport.events.makeAsyncIterator()
+        #expect(await events.next() == .appeared(try #require(transport.declaredReaders?.first)))
+        running.cancel()
+        _ = try? await running.value
+        #expect(await events.next() == nil, "no card event was buffered before the reader's")
+    }
+
     @Test func usedUpQueueWaitsUntilCancelled() async throws {
         let transport = makeTransport(cards: [testCard(1), testCard(2)], repeats: false)
         for number: UInt8 in [1, 2] {

@@ -32,7 +32,8 @@ func makeTransport(
     extendedLength: Bool = true,
     faults: SimulatorConfiguration.Faults = .init(),
     airTime: Bool = false,
-    clock: ManualClock = ManualClock()
+    clock: ManualClock = ManualClock(),
+    reportsCardPresence: Bool = true
 ) -> SimulatorTransport {
     let configuration = SimulatorConfiguration(
         airTime: airTime,
@@ -47,7 +48,12 @@ func makeTransport(
             )
         ]
     )
-    return SimulatorTransport(id: "simulator", configuration: configuration, time: SimulatorTime(clock))
+    return SimulatorTransport(
+        id: "simulator",
+        configuration: configuration,
+        time: SimulatorTime(clock),
+        reportsCardPresence: reportsCardPresence
+    )
 }
 
 /// The error `body` throws, as a `ProximaError`.

@@ -42,6 +42,7 @@ actor SimulatedReader {
     private let time: SimulatorTime
     private let airTime: AirTimeModel?
     private let events: AsyncStream<ReaderEvent>.Continuation
+    private let reportsCardPresence: Bool
     private let reappearRequests: AsyncStream<ReappearRequest>.Continuation
 
     private var arrivals: ArrivalSampler
@@ -58,6 +59,7 @@ actor SimulatedReader {
         airTime: AirTimeModel?,
         time: SimulatorTime,
         events: AsyncStream<ReaderEvent>.Continuation,
+        reportsCardPresence: Bool,
         reappearRequests: AsyncStream<ReappearRequest>.Continuation
     ) {
         self.info = info
@@ -67,6 +69,7 @@ actor SimulatedReader {
         self.time = time
         self.airTime = airTime
         self.events = events
+        self.reportsCardPresence = reportsCardPresence
         self.reappearRequests = reappearRequests
         arrivals = ArrivalSampler(configuration.arrival)
     }
@@ -122,7 +125,7 @@ actor SimulatedReader {
         card = next
         state = .active
         exchangeCount = 0
-        events.yield(.cardPresent(id))
+        if reportsCardPresence { events.yield(.cardPresent(id)) }
         return SimulatorChannel(
             reader: info,
             card: next,
@@ -142,7 +145,7 @@ actor SimulatedReader {
     /// Ends the current presence; a card still in the field leaves it (`.cardRemoved`).
     private func endPresence() {
         switch state {
-        case .active, .mute: events.yield(.cardRemoved(id))
+        case .active, .mute: if reportsCardPresence { events.yield(.cardRemoved(id)) }
         case .none, .removed, .vanished: break
         }
         state = .none
@@ -174,7 +177,7 @@ actor SimulatedReader {
         if let n = faults.removeAfterExchanges, earlier == n {
             state = .removed
             card = nil
-            events.yield(.cardRemoved(id))
+            if reportsCardPresence { events.yield(.cardRemoved(id)) }
             return .failure(ProximaError(.cardRemoved, "the card left the field (injected fault)", reader: id))
         }
         if let n = faults.muteAfterExchanges, earlier >= n {

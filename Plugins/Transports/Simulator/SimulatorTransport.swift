@@ -8,7 +8,7 @@ internal import Synchronization
 /// current card presence. `connect(to:options:)` waits for the next card per the reader's arrival pattern
 /// (counted from the call), emits `.cardPresent` and returns a channel; the channel's `close()` ends the
 /// presence (`.cardRemoved`) and the next connect takes the next card. A reader's `ReaderID` is its configured
-/// `id`.
+/// `id`. Built for a kernel (`reportsCardPresence` false: it does not read them), the card events are not made.
 ///
 /// **Exchanges.** A transmit is one hop into the reader actor and publishes no event. With `airTime` on, it
 /// then sleeps on the time source for ``AirTimeModel/exchangeTime(commandBytes:responseBytes:)``. An
@@ -49,7 +49,14 @@ public final class SimulatorTransport: Transport {
     ///   - id: the plugin id from the manifest (`ReaderInfo.transport`).
     ///   - configuration: readers, cards, timing and faults.
     ///   - time: where arrival delays, air time and fault timeouts are slept; tests pass a manual clock.
-    public init(id: String, configuration: SimulatorConfiguration, time: SimulatorTime = .continuous) {
+    ///   - reportsCardPresence: whether to emit `.cardPresent` and `.cardRemoved` (`PluginContext`'s hint: a kernel
+    ///     does not read them, and each one would wake its event loop twice a tap).
+    public init(
+        id: String,
+        configuration: SimulatorConfiguration,
+        time: SimulatorTime = .continuous,
+        reportsCardPresence: Bool = true
+    ) {
         self.id = id
         self.configuration = configuration
         self.time = time
@@ -79,6 +86,7 @@ public final class SimulatorTransport: Transport {
                 airTime: airTime,
                 time: time,
                 events: eventContinuation,
+                reportsCardPresence: reportsCardPresence,
                 reappearRequests: reappearContinuation
             )
         }
