@@ -319,6 +319,7 @@ let package = Package(
             name: "LoyaltyBenchmark",
             dependencies: [
                 "Proxima", "ProximaKernel", "ProximaCardEmulator", "ProximaCrypto", "ProximaProcessorSandbox",
+                "SimulatorTransport",
             ],
             path: "Benchmarks/LoyaltyBenchmark",
             swiftSettings: strict
