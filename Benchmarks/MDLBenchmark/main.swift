@@ -20,6 +20,26 @@ import ProximaTestSupport
 
 let iterations = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 500
 
+/// Pins this process, and so the Python verifiers it starts, to the CPU it runs on: the two sides take turns, so on
+/// one CPU they see the same conditions. Unpinned, one run in three or four on these VMs put our thread on a vCPU
+/// running ~45 % slower than the one the Python processes had, and the ratio moved by that much. Returns the CPU, or
+/// `nil` when pinning failed (then nothing is pinned).
+func pinToCurrentCPU() -> Int32? {
+    // GNU extensions that Glibc's Swift module does not export: looked up by name.
+    typealias GetCPU = @convention(c) () -> Int32
+    typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
+    guard let getSymbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_getcpu"),
+        let setSymbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_setaffinity")
+    else { return nil }
+    let cpu = unsafeBitCast(getSymbol, to: GetCPU.self)()
+    guard cpu >= 0, cpu < 1024 else { return nil }
+    var mask = [UInt64](repeating: 0, count: 16)  // glibc's cpu_set_t: 1024 bits
+    mask[Int(cpu) / 64] |= 1 << UInt64(cpu % 64)
+    let set = unsafeBitCast(setSymbol, to: SetAffinity.self)
+    return mask.withUnsafeBytes { set(0, $0.count, $0.baseAddress!) } == 0 ? cpu : nil
+}
+let pinnedCPU = pinToCurrentCPU()
+
 func hex(_ text: String) -> [UInt8] {
     guard let bytes = [UInt8](hex: text) else { fatalError("benchmark vector is not hex") }
     return bytes
@@ -426,6 +446,10 @@ let pythonMedian = leanVerifier.map { median($0.times) } ?? .nan
 let pymdoccborMedian = pymdoccborVerifier.map { median($0.times) }
 let swiftMedian = median(swiftTimes)
 print("Annex D DeviceResponse, reader side (keys, decrypt, parse, issuer signature + chain, 6 digests, deviceMac)")
+print(
+    pinnedCPU.map { "  both sides pinned to CPU \($0), taking turns in \(rounds) rounds" }
+        ?? "  not pinned to one CPU (sched_setaffinity failed): the two sides may have run on different CPUs"
+)
 print(String(format: "  Proxima:          %8.1f µs median of %d (thread CPU time)", swiftMedian, swiftTimes.count))
 print(
     String(
