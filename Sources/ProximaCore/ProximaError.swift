@@ -123,6 +123,34 @@ public struct ProximaError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// The error of a capability's APDU step (`PaymentError`, `LoyaltyError`): a stable ``code`` that callers compare, the
+/// ``step`` that failed (`SELECT PPSE`, `GET VAS DATA …`), a human ``reason`` that names tags, offsets and lengths but
+/// never card or pass data, and the reader when known. The shared behaviour lives here once: equality and hashing by
+/// code only, the description, and naming the reader.
+public protocol CapabilityStepError: Error, Hashable, Sendable, CustomStringConvertible {
+    associatedtype Code: Hashable, Sendable, CustomStringConvertible
+    var code: Code { get }
+    var step: String { get }
+    var reason: String { get }
+    var reader: ReaderID? { get }
+    init(_ code: Code, step: String, _ reason: String, reader: ReaderID?)
+}
+
+extension CapabilityStepError {
+    /// A copy that names `reader`, keeping one already set.
+    public func at(reader: ReaderID) -> Self { Self(code, step: step, reason, reader: self.reader ?? reader) }
+
+    /// `code [reader R]: step: reason`.
+    public var description: String {
+        let location = reader.map { " [reader \($0)]" } ?? ""
+        return "\(code)\(location): \(step): \(reason)"
+    }
+
+    /// Errors are equal when their codes are: compare codes, never reasons.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
 /// An error type of a plugin's own (a capability's `PaymentError`, …) that the kernel passes through to the
 /// caller unchanged but can still classify for events and metrics.
 public protocol ClassifiedError: Error, CustomStringConvertible {

@@ -9,7 +9,7 @@ public import ProximaCore
 ///
 /// Transport failures (card removed, reader vanished, time-out, cancellation) are not wrapped: they stay
 /// `ProximaError`s with their own codes, their reason prefixed with the step.
-public struct PaymentError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct PaymentError: CapabilityStepError {
     public let code: Code
     /// The APDU exchange or processing step that failed, such as `READ RECORD SFI 2 record 3`.
     public let step: String
@@ -24,19 +24,6 @@ public struct PaymentError: Error, Hashable, Sendable, CustomStringConvertible {
         self.reason = reason
         self.reader = reader
     }
-
-    /// A copy that names `reader`, keeping one already set.
-    public func at(reader: ReaderID) -> PaymentError {
-        PaymentError(code, step: step, reason, reader: self.reader ?? reader)
-    }
-
-    public var description: String {
-        let location = reader.map { " [reader \($0)]" } ?? ""
-        return "\(code)\(location): \(step): \(reason)"
-    }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// A stable error code. Compare codes, never reasons.
     public struct Code: Hashable, Sendable, CustomStringConvertible {

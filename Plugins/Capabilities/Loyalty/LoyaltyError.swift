@@ -6,7 +6,7 @@ public import ProximaCore
 /// Like `PaymentError` it carries a stable ``code``, the APDU ``step`` (`SELECT OSE.VAS.01`, `GET VAS DATA
 /// pass.com.example.loyalty`, `DECRYPT 9F27 pass.com.example.loyalty`) and a human ``reason`` naming tags,
 /// offsets, lengths and key ids, never the pass data.
-public struct LoyaltyError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct LoyaltyError: CapabilityStepError {
     public let code: Code
     /// The APDU exchange or processing step that failed.
     public let step: String
@@ -20,19 +20,6 @@ public struct LoyaltyError: Error, Hashable, Sendable, CustomStringConvertible {
         self.reason = reason
         self.reader = reader
     }
-
-    /// A copy that names `reader`, keeping one already set.
-    public func at(reader: ReaderID) -> LoyaltyError {
-        LoyaltyError(code, step: step, reason, reader: self.reader ?? reader)
-    }
-
-    public var description: String {
-        let location = reader.map { " [reader \($0)]" } ?? ""
-        return "\(code)\(location): \(step): \(reason)"
-    }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// A stable error code. Compare codes, never reasons.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
