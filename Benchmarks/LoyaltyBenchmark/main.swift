@@ -277,15 +277,19 @@ let vasCommandCount = vasRecording.commands.count
 // The phone's side alone: its answers to the recorded VAS commands, replayed on a fresh copy per read (the SELECT
 // answer with its nonce; one cryptogram: ephemeral key, ECDH, X9.63, AES-GCM), as in a tap.
 let iPhoneProfile = try CardProfiles.load(contentsOf: configDirectory + "/cards/vas-iphone-loyalty-visa.json")
-let vasCommands = vasRecording.commands
-let phoneStart = cpuNow()
-for _ in 0..<reads {
-    var copy = iPhoneProfile
-    var last: [UInt8] = []
-    for command in vasCommands { last = copy.respond(to: command) }
-    guard last.suffix(2) == [0x90, 0x00] else { fatalError("the replayed VAS phone did not answer 9000") }
+/// CPU per read of `phone` answering `commands`, on a fresh copy each read as in a tap; stops the benchmark unless
+/// the last answer is 9000.
+func replayCost(of phone: any VirtualCard, answering commands: [[UInt8]], _ what: String) -> Duration {
+    let start = cpuNow()
+    for _ in 0..<reads {
+        var copy = phone
+        var last: [UInt8] = []
+        for command in commands { last = copy.respond(to: command) }
+        guard last.suffix(2) == [0x90, 0x00] else { fatalError("the replayed \(what) did not answer 9000") }
+    }
+    return (cpuNow() - start) / reads
 }
-let phone = (cpuNow() - phoneStart) / reads
+let phone = replayCost(of: iPhoneProfile, answering: vasRecording.commands, "VAS phone")
 let decryptStart = cpuNow()
 for _ in 0..<reads { _ = try VASCryptogram.decrypt(cryptogram, merchant: merchant) }
 let decrypt = (cpuNow() - decryptStart) / reads
@@ -324,14 +328,7 @@ _ = try await AppleVASCapability(settings: smartTapSettings).run(
     context: TapContext(lane: "bench", reader: "bench", tapID: 1)
 )
 let recordedCommands = recording.commands
-let phoneReplayStart = cpuNow()
-for _ in 0..<reads {
-    var copy = recordedPhone
-    var last: [UInt8] = []
-    for command in recordedCommands { last = copy.respond(to: command) }
-    guard last.suffix(2) == [0x90, 0x00] else { fatalError("the replayed Smart Tap phone did not answer 9000") }
-}
-let smartTapPhone = (cpuNow() - phoneReplayStart) / reads
+let smartTapPhone = replayCost(of: recordedPhone, answering: recordedCommands, "Smart Tap phone")
 
 // The reader's side of one read, on the recorded bundle's sizes: a fresh ephemeral key, the signature, ECDH, HKDF,
 // then the bundle opened (HMAC, AES-CTR, zlib, NDEF).

@@ -203,16 +203,9 @@ extension Array where Element == UInt8 {
 
     /// Appends the upper-case hex digits of `value`, two per byte.
     public mutating func appendHex(_ value: [UInt8]) {
-        value.withUnsafeBufferPointer { value in
-            let start = count
-            append(contentsOf: repeatElement(0, count: 2 * value.count))
-            withUnsafeMutableBufferPointer { out in
-                for (i, byte) in value.enumerated() {
-                    out[start + 2 * i] = hexDigit(byte >> 4)
-                    out[start + 2 * i + 1] = hexDigit(byte & 0x0F)
-                }
-            }
-        }
+        let start = count
+        append(contentsOf: repeatElement(0, count: 2 * value.count))
+        withUnsafeMutableBufferPointer { out in value.withUnsafeBufferPointer { writeHex($0, into: out, at: start) } }
     }
 }
 
@@ -225,12 +218,17 @@ extension String {
     /// Upper-case hex of `bytes`, written straight into the string's storage.
     fileprivate init(hexOf bytes: UnsafeBufferPointer<UInt8>) {
         self.init(unsafeUninitializedCapacity: 2 * bytes.count) { out in
-            for (i, byte) in bytes.enumerated() {
-                out[2 * i] = hexDigit(byte >> 4)
-                out[2 * i + 1] = hexDigit(byte & 0x0F)
-            }
+            writeHex(bytes, into: out, at: 0)
             return 2 * bytes.count
         }
+    }
+}
+
+/// Writes the two upper-case hex digits of each of `bytes` into `out` from `start` (room checked by the caller).
+private func writeHex(_ bytes: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>, at start: Int) {
+    for (i, byte) in bytes.enumerated() {
+        out[start + 2 * i] = hexDigit(byte >> 4)
+        out[start + 2 * i + 1] = hexDigit(byte & 0x0F)
     }
 }
 

@@ -455,7 +455,8 @@ public final class Kernel: Sendable {
         return transports[index].transport
     }
 
-    /// Runs `operation` but fails with `deadlineExceeded` when the kernel clock reaches `deadline` first.
+    /// Runs `operation` but fails with `deadlineExceeded` when the kernel clock reaches `deadline` first, and ends it
+    /// with its cancellation when `canceller` is cancelled; with neither, runs it in the calling task.
     private func withDeadline<T: Sendable>(
         _ deadline: Duration?,
         canceller: TaskCanceller?,

@@ -388,14 +388,27 @@ final class TapFailure: Sendable {
 // MARK: Causes kept through the kernel
 
 @Suite struct KernelErrorCauseTests {
-    /// The deadline passes while the capability works; what the capability failed with is the cause.
-    @Test func deadlineKeepsTheCapabilitysError() async throws {
-        let clock = ManualClock()
+    /// Runs `body` with a running kernel whose one transport has reported reader `r1`.
+    static func withReaderR1(
+        lanes: [LaneConfiguration]? = nil,
+        clock: ManualClock = ManualClock(),
+        _ body: (Kernel) async throws -> Void
+    ) async throws {
         let transport = LoggingTransport(id: "t", log: LifecycleLog())
-        let kernel = lifecycleKernel([transport], clock: clock)
+        let kernel =
+            lanes.map { lifecycleKernel([transport], lanes: $0, clock: clock) }
+            ?? lifecycleKernel([transport], clock: clock)
         try await kernel.withRunning { kernel in
             transport.continuation.yield(.appeared(readerInfo("r1")))
             await kernel.waitForReaders(count: 1)
+            try await body(kernel)
+        }
+    }
+
+    /// The deadline passes while the capability works; what the capability failed with is the cause.
+    @Test func deadlineKeepsTheCapabilitysError() async throws {
+        let clock = ManualClock()
+        try await Self.withReaderR1(clock: clock) { kernel in
             let failure = await withTaskGroup(of: (any Error)?.self) { group in
                 group.addTask {
                     do {
@@ -424,15 +437,12 @@ final class TapFailure: Sendable {
     }
 
     /// A tap's canceller (`cancelRead()`) ends it, with or without a deadline, through the tap's own task: the
-    /// caller's task is not cancelled, and a tap that already ended keeps its result.
-    @Test(arguments: [nil, Duration.seconds(60)])
+    /// caller's task is not cancelled, and a tap that already ended keeps its result. Without the canceller the tap
+    /// would wait forever: the time limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1)), arguments: [nil, Duration.seconds(60)])
     func cancellerEndsTheTapAndOnlyTheTap(timeout: Duration?) async throws {
         let clock = ManualClock()
-        let transport = LoggingTransport(id: "t", log: LifecycleLog())
-        let kernel = lifecycleKernel([transport], clock: clock)
-        try await kernel.withRunning { kernel in
-            transport.continuation.yield(.appeared(readerInfo("r1")))
-            await kernel.waitForReaders(count: 1)
+        try await Self.withReaderR1(clock: clock) { kernel in
             let canceller = TaskCanceller()
             var cancellable = TapOptions(timeout: timeout)
             cancellable.canceller = canceller
@@ -471,11 +481,7 @@ final class TapFailure: Sendable {
     /// capability's error is still reachable through the chain of causes.
     @Test func failoverKeepsTheAbandonedReadersCause() async throws {
         let clock = ManualClock()
-        let transport = LoggingTransport(id: "t", log: LifecycleLog())
-        let kernel = lifecycleKernel([transport], lanes: [LaneConfiguration(id: "L", readerIDs: ["r1"])], clock: clock)
-        try await kernel.withRunning { kernel in
-            transport.continuation.yield(.appeared(readerInfo("r1")))
-            await kernel.waitForReaders(count: 1)
+        try await Self.withReaderR1(lanes: [LaneConfiguration(id: "L", readerIDs: ["r1"])], clock: clock) { kernel in
             let failure = await withTaskGroup(of: (any Error)?.self) { group in
                 group.addTask {
                     do {
@@ -509,11 +515,7 @@ final class TapFailure: Sendable {
 
     /// Without failover the reader's fault is what the caller sees, with the capability's error as its cause.
     @Test func faultDuringTheExchangeKeepsTheBodysError() async throws {
-        let transport = LoggingTransport(id: "t", log: LifecycleLog())
-        let kernel = lifecycleKernel([transport])
-        try await kernel.withRunning { kernel in
-            transport.continuation.yield(.appeared(readerInfo("r1")))
-            await kernel.waitForReaders(count: 1)
+        try await Self.withReaderR1 { kernel in
             let error = await #expect(throws: ProximaError.self) {
                 try await kernel.tap(lane: "L") { channel, _ in
                     await kernel.pool.readerFaulted(channel.reader, reason: "RF field error")
@@ -528,11 +530,7 @@ final class TapFailure: Sendable {
 
     /// A capability error with no reader trouble passes through unchanged.
     @Test func aCapabilitysErrorPassesThroughUnchanged() async throws {
-        let transport = LoggingTransport(id: "t", log: LifecycleLog())
-        let kernel = lifecycleKernel([transport])
-        try await kernel.withRunning { kernel in
-            transport.continuation.yield(.appeared(readerInfo("r1")))
-            await kernel.waitForReaders(count: 1)
+        try await Self.withReaderR1 { kernel in
             await #expect(throws: CapabilityFailure()) {
                 try await kernel.tap(lane: "L") { _, _ in throw CapabilityFailure() }
             }

@@ -78,22 +78,7 @@ package struct CertificationAuthorityKeys: Hashable, Sendable {
     ///   file, malformed JSON, a member missing or unknown, hex of the wrong length, an even or short modulus, an
     ///   exponent other than 3 or 65537, an invalid date, a checksum that does not match, or a RID/index twice.
     package init(contentsOf path: String, jsonPath: String? = nil) throws {
-        let bytes: [UInt8]
-        do {
-            bytes = try SystemFile.read(path, limit: Self.maximumFileBytes)
-        } catch {
-            throw ProximaError(.invalidManifest, "cannot read \(path): \(error.reason)", jsonPath: jsonPath)
-        }
-        do {
-            try self.init(json: try JSONValue.parse(bytes))
-        } catch let error as ProximaError {
-            throw ProximaError(
-                .invalidManifest,
-                "\(path): \(error.pathAndReason)",
-                jsonPath: jsonPath,
-                underlying: error
-            )
-        }
+        self = try SettingsFile.load(path, limit: Self.maximumFileBytes, jsonPath: jsonPath) { try Self(json: $0) }
     }
 
     /// The keys of every file in `files`, in order: how a terminal holds the schemes' test keys next to its own or its

@@ -1,6 +1,5 @@
 internal import Foundation
 package import ProximaCore
-internal import ProximaSystem
 
 /// Merchant education: how-to content a store shows its staff and customers (Apple's `ProximityReaderDiscovery`
 /// topics), as structured, localizable values: a title, a summary, numbered steps and a simple picture drawn in
@@ -87,22 +86,7 @@ package enum MerchantEducation {
         /// - Parameter jsonPath: the manifest key that named it, for errors.
         /// - Throws: `ProximaError.invalidManifest` naming the file and what is wrong where.
         package init(contentsOf path: String, jsonPath: String? = nil) throws {
-            let bytes: [UInt8]
-            do {
-                bytes = try SystemFile.read(path, limit: Self.maximumFileBytes)
-            } catch {
-                throw ProximaError(.invalidManifest, "cannot read \(path): \(error.reason)", jsonPath: jsonPath)
-            }
-            do {
-                try self.init(json: try JSONValue.parse(bytes))
-            } catch let error as ProximaError {
-                throw ProximaError(
-                    .invalidManifest,
-                    "\(path): \(error.pathAndReason)",
-                    jsonPath: jsonPath,
-                    underlying: error
-                )
-            }
+            self = try SettingsFile.load(path, limit: Self.maximumFileBytes, jsonPath: jsonPath) { try Self(json: $0) }
         }
 
         /// The translations of a parsed file.
